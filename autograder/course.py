@@ -1,0 +1,109 @@
+"""Course folders and the real nbgrader commands run in them.
+
+nbgrader reads ``nbgrader_config.py`` from its working directory only, so every
+nbgrader call here runs with ``cwd`` set to a course root: the repository itself, or
+a temporary course that received a copy of the repository's config.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .bank import ASSIGNMENT_MODULES
+
+__all__ = ["ASSIGNMENTS", "CourseError", "find_root", "source_notebook", "nbgrader",
+           "new_course", "CellScore", "read_scores"]
+
+#: The five assignments, in the lecture's order.
+ASSIGNMENTS: tuple[str, ...] = tuple(ASSIGNMENT_MODULES)
+
+
+class CourseError(Exception):
+    """A problem the user can fix; ``str()`` is one line saying what to do."""
+
+
+def find_root(start: str | Path | None = None) -> Path:
+    """The repository root: the nearest folder above ``start`` with ``nbgrader_config.py``
+    and ``source/``; falls back to the checkout this package was installed from."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "nbgrader_config.py").is_file() and (folder / "source").is_dir():
+            return folder
+    package_checkout = Path(__file__).resolve().parent.parent
+    if (package_checkout / "nbgrader_config.py").is_file() and (package_checkout / "source").is_dir():
+        return package_checkout
+    raise CourseError(f"no course found above {here}: run this inside the attention-autograder "
+                      "repository (a folder with nbgrader_config.py and source/)")
+
+
+def check_assignment(assignment: str) -> str:
+    if assignment not in ASSIGNMENTS:
+        raise CourseError(f"unknown assignment {assignment!r}: choose one of {', '.join(ASSIGNMENTS)}")
+    return assignment
+
+
+def source_notebook(root: Path, assignment: str) -> Path:
+    """``source/<assignment>/<assignment>.ipynb`` (one notebook per assignment)."""
+    return root / "source" / check_assignment(assignment) / f"{assignment}.ipynb"
+
+
+def nbgrader(args: list[str], cwd: Path, *, timeout: float | None = None,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``nbgrader ARGS`` in ``cwd``; output is captured, never raised on."""
+    full_env = {**os.environ, **(env or {})}
+    full_env.setdefault("PYTHONWARNINGS", "ignore")
+    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def new_course(folder: Path, root: Path, assignments: list[str] | tuple[str, ...]) -> Path:
+    """A fresh nbgrader course in ``folder`` with ``assignments`` generated from ``root``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(root / "nbgrader_config.py", folder / "nbgrader_config.py")
+    for assignment in assignments:
+        src = source_notebook(root, assignment)
+        if not src.is_file():
+            raise CourseError(f"missing source notebook {src}: restore it from git")
+        shutil.copytree(src.parent, folder / "source" / assignment, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        done = nbgrader(["generate_assignment", assignment, "--force"], folder)
+        if done.returncode != 0:
+            raise CourseError(f"nbgrader generate_assignment {assignment} failed: "
+                              f"{_last_error(done)}")
+    return folder
+
+
+def _last_error(done: subprocess.CompletedProcess) -> str:
+    lines = [ln for ln in (done.stderr or "").splitlines() if "ERROR" in ln or "Error" in ln]
+    return (lines[-1] if lines else (done.stderr or "").strip()[-300:]) or f"exit {done.returncode}"
+
+
+@dataclass(frozen=True)
+class CellScore:
+    """One grade cell of one graded submission."""
+
+    cell: str
+    score: float | None
+    max_score: float
+    manual: bool
+
+
+def read_scores(course: Path, assignment: str, student: str) -> list[CellScore]:
+    """Per-cell scores of one autograded submission, from the course's gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        try:
+            nb = gb.find_submission_notebook(assignment, assignment, student)
+        except MissingEntry:
+            return []
+        order = {c.name: i for i, c in enumerate(gb.find_notebook(assignment, assignment).grade_cells)}
+        cells = [CellScore(g.name, None if g.auto_score is None else float(g.auto_score),
+                           float(g.max_score), bool(g.cell_type == "markdown"))
+                 for g in nb.grades]
+    return sorted(cells, key=lambda c: order.get(c.cell, 0))

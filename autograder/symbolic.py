@@ -1,0 +1,178 @@
+"""Checking symbolic (SymPy) answers: kind, exactness, symbols by name, equivalence.
+
+Equivalence is decided by ``simplify(a - b) == 0`` under a time limit, with a
+random-point numeric test as the fallback and as the way to prove a difference.
+Symbols are matched by *name*: a student's ``Symbol('c', positive=True)`` is the same
+unknown as the grader's ``Symbol('c')``.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+import sympy as sp
+
+from .compare import fail
+
+__all__ = ["as_expression", "as_matrix", "canonical", "is_equivalent", "assert_equivalent",
+           "assert_matrix_equivalent", "time_limit", "TimeLimit"]
+
+
+class TimeLimit(Exception):
+    """Raised inside :func:`time_limit` when the time is up."""
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Interrupt the block after ``seconds`` (main thread on Unix only; elsewhere no limit)."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable or seconds <= 0:
+        yield
+        return
+
+    def on_alarm(signum: int, frame: object) -> None:
+        raise TimeLimit()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _has_float(expr: sp.Basic) -> bool:
+    return any(isinstance(a, sp.Float) for a in sp.preorder_traversal(expr))
+
+
+def as_expression(value: object, what: str, *, exact: bool = True) -> sp.Expr:
+    """``value`` as a SymPy expression; wrong kinds and floats get their own messages."""
+    if value is None:
+        fail(f"{what} 是 None：应是一个 SymPy 表达式。是不是忘了赋值？")
+    if isinstance(value, str):
+        fail(f"{what} 应是 SymPy 表达式，得到的是字符串 {value!r}。请用 sympy 的符号和函数构造它，"
+             "例如 sp.exp(1/sp.sqrt(2))。")
+    if isinstance(value, float) and exact:
+        fail(f"{what} 应是精确的 SymPy 表达式，得到的是 Python 浮点数 {value:.6g}。"
+             "请用 sp.exp、sp.sqrt、sp.Rational 等构造精确值，不要先算成小数。")
+    if isinstance(value, sp.MatrixBase):
+        fail(f"{what} 应是一个标量表达式，得到的是 {value.shape} 矩阵。")
+    try:
+        expr = sp.sympify(value, strict=True)
+    except (sp.SympifyError, TypeError):
+        fail(f"{what} 应是 SymPy 表达式，得到的 {type(value).__name__} 无法转换。")
+    if exact and _has_float(expr):
+        fail(f"{what} 含有浮点数（例如 0.7071），不是精确答案。请用 sp.sqrt(2)/2、sp.Rational(1, 2) 等精确写法。")
+    return expr
+
+
+def as_matrix(value: object, what: str, *, exact: bool = True) -> sp.Matrix:
+    """``value`` as a SymPy Matrix (lists of expressions accepted)."""
+    if value is None:
+        fail(f"{what} 是 None：应是一个 SymPy 矩阵（sp.Matrix）。")
+    if isinstance(value, str):
+        fail(f"{what} 应是 SymPy 矩阵，得到的是字符串。")
+    try:
+        mat = value if isinstance(value, sp.MatrixBase) else sp.Matrix(value)
+    except (TypeError, ValueError, sp.SympifyError):
+        fail(f"{what} 应是 SymPy 矩阵（sp.Matrix），得到的 {type(value).__name__} 无法转换。")
+    if exact and any(_has_float(e) for e in mat):
+        fail(f"{what} 含有浮点数，不是精确答案。请用精确的 SymPy 写法（sp.sqrt、sp.Rational 等）。")
+    return sp.Matrix(mat)
+
+
+def canonical(expr: sp.Basic, symbols: Mapping[str, sp.Symbol]) -> sp.Basic:
+    """Replace every free symbol whose name is in ``symbols`` by the grader's symbol."""
+    subs = {s: symbols[s.name] for s in expr.free_symbols if s.name in symbols and s != symbols[s.name]}
+    return expr.xreplace(subs) if subs else expr
+
+
+def _numeric_difference(diff: sp.Basic, names: list[sp.Symbol], trials: int = 6) -> float:
+    """Largest |diff| over random positive points (NaN where it cannot be evaluated)."""
+    rnd = random.Random(20261130)
+    worst = 0.0
+    for _ in range(trials):
+        point = {s: sp.Rational(rnd.randint(51, 299), 100) for s in names}
+        try:
+            value = complex(sp.N(diff.xreplace(point), 30))
+        except (TypeError, ValueError, ZeroDivisionError):
+            continue
+        worst = max(worst, abs(value))
+    return worst
+
+
+def is_equivalent(a: sp.Basic, b: sp.Basic, *, seconds: float = 10.0) -> bool:
+    """Whether ``a`` and ``b`` are the same expression (symbols already canonical)."""
+    diff = sp.sympify(a - b)
+    if diff == 0:
+        return True
+    names = sorted(diff.free_symbols, key=lambda s: s.name)
+    if _numeric_difference(diff, names) > 1e-12:
+        return False  # a point where they differ is proof enough
+    try:
+        with time_limit(seconds):
+            return sp.simplify(diff) == 0 or sp.simplify(sp.expand(sp.powsimp(diff))) == 0
+    except TimeLimit:
+        return True  # equal at every random point and simplify ran out of time
+
+
+def _symbol_message(expr: sp.Basic, symbols: Mapping[str, sp.Symbol], what: str) -> None:
+    extra = sorted(s.name for s in expr.free_symbols if s.name not in symbols)
+    if extra:
+        allowed = "、".join(symbols) or "（无）"
+        fail(f"{what} 含有未预期的符号 {', '.join(extra)}；允许的符号：{allowed}。"
+             "请用题目给出的符号名。")
+
+
+def assert_equivalent(
+    value: object, expected: sp.Basic, what: str, *,
+    symbols: Mapping[str, sp.Symbol] | None = None, exact: bool = True, seconds: float = 10.0,
+) -> sp.Expr:
+    """Fail unless ``value`` is a SymPy expression equivalent to ``expected``."""
+    symbols = dict(symbols or {})
+    expr = canonical(as_expression(value, what, exact=exact), symbols)
+    _symbol_message(expr, symbols, what)
+    if not is_equivalent(expr, expected, seconds=seconds):
+        fail(f"{what} 与正确答案不等价：{_near_miss(expr, expected)}")
+    return expr
+
+
+def _near_miss(expr: sp.Basic, expected: sp.Basic) -> str:
+    names = sorted((expr - expected).free_symbols, key=lambda s: s.name)
+    point = {s: sp.Rational(3, 2) for s in names}
+    try:
+        got, want = complex(sp.N(expr.xreplace(point))), complex(sp.N(expected.xreplace(point)))
+    except (TypeError, ValueError):
+        return "两者化简后的差不为零。"
+    where = "（在所有符号取 3/2 处）" if names else ""
+    if want != 0 and abs(got - want) / abs(want) < 1e-3:
+        return (f"数值上非常接近{where}（期望 {want.real:.6g}，得到 {got.real:.6g}），"
+                "但不是精确相等：可能用了近似值或舍入。")
+    return f"数值不同{where}：期望 {want.real:.6g}，得到 {got.real:.6g}。"
+
+
+def assert_matrix_equivalent(
+    value: object, expected: sp.Matrix, what: str, *,
+    symbols: Mapping[str, sp.Symbol] | None = None, exact: bool = True,
+    allow_transpose: bool = False, seconds: float = 20.0,
+) -> sp.Matrix:
+    """Fail unless ``value`` is a SymPy matrix equal, entry by entry, to ``expected``."""
+    symbols = dict(symbols or {})
+    mat = as_matrix(value, what, exact=exact)
+    if mat.shape != expected.shape and allow_transpose and mat.T.shape == expected.shape:
+        mat = mat.T
+    if mat.shape != expected.shape:
+        fail(f"{what} 的形状不对：期望 {expected.shape}，得到 {mat.shape}。")
+    mat = canonical(mat, symbols)
+    for entry in mat:
+        _symbol_message(entry, symbols, what)
+    for index, (got, want) in enumerate(zip(mat, expected)):
+        if not is_equivalent(got, want, seconds=seconds / max(1, len(mat))):
+            row, col = divmod(index, expected.cols)
+            fail(f"{what} 的元素 ({row}, {col}) 与正确答案不等价：{_near_miss(got, want)}")
+    return mat

@@ -1,0 +1,34 @@
+"""nbgrader configuration for the lecture 9 (自注意力) course.
+
+nbgrader reads this file from the working directory only; the ``autograder``
+commands run nbgrader from the course root (or copy this file into the temporary
+courses they build), so every command works from any folder of the repository.
+"""
+
+c = get_config()  # noqa: F821 - injected by traitlets when nbgrader loads this file
+
+c.CourseDirectory.course_id = "llm-lecture9-self-attention"
+c.CourseDirectory.assignment_id = ""
+
+# Students see Chinese stubs where the solutions were.
+c.ClearSolutions.code_stub = {"python": "# 在这里写你的代码\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "在这里写下你的回答。"
+
+# A looping cell is stopped after this many seconds (checks stop themselves sooner).
+c.Execute.timeout = 90
+c.Execute.interrupt_on_timeout = True
+
+# A correct answer may print a harmless warning; nbgrader would score a test cell
+# that writes to stderr as 0, so warnings are dropped before scoring.
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = r"(Warning|WARNING|warn)"
+
+# Students who delete or rename a test cell get it back.
+c.OverwriteCells.add_missing_cells = True
+
+# Feedback must not show the hidden tests.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "autograder.feedback.HideHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
