@@ -5,6 +5,11 @@ commands run nbgrader from the course root (or copy this file into the temporary
 courses they build), so every command works from any folder of the repository.
 """
 
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import GetGrades
+
+from autograder.feedback import HideHiddenTests
+
 c = get_config()  # noqa: F821 - injected by traitlets when nbgrader loads this file
 
 c.CourseDirectory.course_id = "llm-lecture9-self-attention"
@@ -27,8 +32,4 @@ c.IgnorePattern.pattern = r"(Warning|WARNING|warn)"
 c.OverwriteCells.add_missing_cells = True
 
 # Feedback must not show the hidden tests.
-c.GenerateFeedback.preprocessors = [
-    "nbgrader.preprocessors.GetGrades",
-    "autograder.feedback.HideHiddenTests",
-    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-]
+c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]

@@ -56,6 +56,10 @@ def nbgrader(args: list[str], cwd: Path, *, timeout: float | None = None,
              env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run ``nbgrader ARGS`` in ``cwd``; output is captured, never raised on."""
     full_env = {**os.environ, **(env or {})}
+    # nbgrader shells out to `alembic` when it creates a gradebook: it must be on PATH
+    # even when this interpreter's venv was never activated.
+    bindir = str(Path(sys.executable).parent)
+    full_env["PATH"] = os.pathsep.join([bindir, full_env.get("PATH", "")])
     full_env.setdefault("PYTHONWARNINGS", "ignore")
     return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)

@@ -109,9 +109,8 @@ def attention_variants(
         "weights_instead_of_output": w,
         "transposed_output": (w @ V).T,
     }
-    if K.shape == V.shape:
-        out["k_as_v"] = w @ K
-    if Q.shape[0] == K.shape[0] and Q.shape[1] == V.shape[1]:
+    out["k_as_v"] = w @ K
+    if Q.shape[0] == K.shape[0]:
         out["q_as_v"] = w @ Q
     if d_model is not None:
         out["scale_sqrt_dmodel"] = ref.softmax(s / np.sqrt(d_model)) @ V

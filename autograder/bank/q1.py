@@ -1,0 +1,248 @@
+"""Checks for q1_value_scaling: W_v = 3I, and what Q/K versus V decide."""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from .. import misconceptions as mc
+from .. import reference as ref
+from ..compare import as_array, as_bool, assert_close, assert_number_close, fail
+from ..notebooks import Edit, Variant
+from ..symbolic import assert_equivalent, assert_matrix_equivalent
+from . import Context, check
+
+#: Tolerance for the hand example: the lecture's table is rounded to 3 decimals.
+LECTURE_ATOL = 2e-3
+
+C = sp.Symbol("c")
+W11_EXACT = sp.exp(1 / sp.sqrt(2)) / (1 + sp.exp(1 / sp.sqrt(2)))
+
+
+def _softmax_diag(z: np.ndarray, axis: int):
+    return mc.diagnoser(mc.softmax_variants(z, axis))
+
+
+@check("q1.softmax", "softmax 的正确性（随机形状与 axis）")
+def softmax_values(ctx: Context, *, softmax) -> None:
+    for ndim in (1, 2, 3):
+        shape = tuple(ctx.dims(2, 6, ndim))
+        z = ctx.randn(*shape) * 3
+        axes = [-1] if ndim == 1 else [-1, int(ctx.rng.integers(0, ndim - 1))]
+        for axis in axes:
+            got = ctx.call(softmax, z, what=f"softmax(z, axis={axis})（z 形状 {shape}）", axis=axis)
+            assert_close(got, ref.softmax(z, axis), f"softmax(z, axis={axis})（z 形状 {shape}）",
+                         rtol=1e-6, atol=1e-9, diagnose=_softmax_diag(z, axis))
+    z = ctx.randn(3, 5)
+    plain = as_array(ctx.call(softmax, z, what="softmax(z)"), "softmax(z)")
+    shifted = ctx.call(softmax, z + 100.0, what="softmax(z + 100)")
+    assert_close(shifted, plain, "softmax(z + 100)（平移不变性：每个元素加同一个数，结果不变）",
+                 rtol=1e-6, atol=1e-9)
+    z32 = ctx.randn(4, 3, dtype=np.float32)
+    got32 = ctx.call(softmax, z32, what="softmax（float32 输入）")
+    assert_close(got32, ref.softmax(z32), "softmax（float32 输入）", rtol=1e-4, atol=1e-6)
+
+
+@check("q1.softmax_stable", "softmax 的数值稳定性（分数量级 1e4）")
+def softmax_stable(ctx: Context, *, softmax) -> None:
+    z = ctx.randn(3, 6) * 1e4
+    z[0, 0] = 1e4
+    got = ctx.call(softmax, z, what="softmax(z)（|z| 约 1e4）")
+    assert_close(got, ref.softmax(z), "softmax(z)（|z| 约 1e4）", rtol=1e-6, atol=1e-9,
+                 diagnose=_softmax_diag(z, -1))
+
+
+def _qkv(ctx: Context, dtype: type = np.float64):
+    n_q, n_k = ctx.dims(2, 6, 2)
+    d_k, d_v = ctx.dims(2, 7, 2)
+    return ctx.randn(n_q, d_k, dtype=dtype), ctx.randn(n_k, d_k, dtype=dtype), \
+        ctx.randn(n_k, d_v, dtype=dtype)
+
+
+@check("q1.attention_weights", "attention_weights：softmax(QKᵀ/√d_k)，对 Key 归一化")
+def attention_weights_values(ctx: Context, *, attention_weights) -> None:
+    for dtype, rtol in ((np.float64, 1e-6), (np.float32, 1e-4)):
+        Q, K, _ = _qkv(ctx, dtype)
+        what = f"attention_weights(Q, K)（Q {Q.shape}，K {K.shape}，{np.dtype(dtype).name}）"
+        got = ctx.call(attention_weights, Q, K, what=what)
+        assert_close(got, ref.attention_weights(Q, K), what, rtol=rtol, atol=1e-7,
+                     diagnose=mc.diagnoser(mc.weights_variants(Q, K)))
+
+
+@check("q1.attention", "attention：输出 = 权重·V（n_q≠n_k，d_k≠d_v，n=1，float32）")
+def attention_values(ctx: Context, *, attention) -> None:
+    cases = [_qkv(ctx), _qkv(ctx, np.float32)]
+    Q, K, V = _qkv(ctx)
+    cases.append((Q[:1], K[:1], V[:1]))  # one query, one key
+    for Q, K, V in cases:
+        what = f"attention(Q, K, V)（Q {Q.shape}，K {K.shape}，V {V.shape}）"
+        got = ctx.call(attention, Q, K, V, what=what)
+        rtol = 1e-4 if Q.dtype == np.float32 else 1e-6
+        assert_close(got, ref.attention(Q, K, V), what, rtol=rtol, atol=1e-6,
+                     diagnose=mc.diagnoser(mc.attention_variants(Q, K, V)))
+
+
+def _self_attention_inputs(ctx: Context, square: bool = False):
+    n, d_model, d_k, d_v = ctx.dims(2, 8, 4)
+    d_v = d_k if square else d_v
+    X = ctx.randn(n, d_model)
+    return X, ctx.randn(d_model, d_k), ctx.randn(d_model, d_k), ctx.randn(d_model, d_v)
+
+
+def _unpack_pair(result: object, what: str) -> tuple[object, object]:
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        fail(f"{what} 应返回二元组 (output, weights)，得到的是 {type(result).__name__}"
+             + (f"（长度 {len(result)}）" if isinstance(result, (tuple, list)) else "") + "。")
+    return result[0], result[1]
+
+
+@check("q1.self_attention", "self_attention：Q=XW_q，K=XW_k，V=XW_v，返回 (output, weights)")
+def self_attention_values(ctx: Context, *, self_attention) -> None:
+    X, W_q, W_k, W_v = _self_attention_inputs(ctx)
+    what = f"self_attention(X, W_q, W_k, W_v)（X {X.shape}，d_k={W_k.shape[1]}，d_v={W_v.shape[1]}）"
+    output, weights = _unpack_pair(ctx.call(self_attention, X, W_q, W_k, W_v, what=what), what)
+    exp_out, exp_w = ref.self_attention(X, W_q, W_k, W_v)
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v
+    assert_close(weights, exp_w, f"{what} 返回的 weights", rtol=1e-6, atol=1e-8,
+                 diagnose=mc.diagnoser(mc.weights_variants(Q, K, d_model=X.shape[1])))
+    assert_close(output, exp_out, f"{what} 返回的 output", rtol=1e-6, atol=1e-8,
+                 diagnose=mc.diagnoser(mc.attention_variants(Q, K, V, d_model=X.shape[1])))
+
+
+@check("q1.value_scaling", "一般情形：W_v 放大 c 倍，权重不变、输出放大 c 倍")
+def value_scaling(ctx: Context, *, self_attention) -> None:
+    for square in (True, False):  # d_v = d_k first, so weights computed from V still run
+        X, W_q, W_k, W_v = _self_attention_inputs(ctx, square)
+        c = float(ctx.rng.uniform(0.5, 4.0))
+        what = "self_attention(X, W_q, W_k, W_v)"
+        out1, w1 = _unpack_pair(ctx.call(self_attention, X, W_q, W_k, W_v, what=what), what)
+        what_c = f"self_attention(X, W_q, W_k, {c:.3g}·W_v)"
+        out_c, w_c = _unpack_pair(ctx.call(self_attention, X, W_q, W_k, c * W_v, what=what_c), what_c)
+        w1 = as_array(w1, f"{what} 的 weights")
+        w_c = as_array(w_c, f"{what_c} 的 weights")
+        if w1.shape != w_c.shape or not np.allclose(w1, w_c, rtol=1e-6, atol=1e-9):
+            fail(f"把 W_v 换成 {c:.3g}·W_v 后，权重变了（期望完全不变）。\n可能的原因："
+                 f"{mc.CATALOG['weights_depend_on_v'].describe()}")
+        assert_close(out_c, c * as_array(out1, f"{what} 的 output"),
+                     f"{what_c} 的 output（应恰好是原输出的 {c:.3g} 倍）", rtol=1e-6, atol=1e-9,
+                     diagnose=lambda _arr: mc.CATALOG["output_not_linear_in_v"].describe())
+
+
+def _hand_diag(q_scale: float = 1.0, v_scale: float = 2.0):
+    Q, K, V = q_scale * ref.HAND_X, ref.HAND_X, v_scale * ref.HAND_X
+    variants = {**mc.weights_variants(Q, K), **mc.attention_variants(Q, K, V)}
+    return mc.diagnoser(variants)
+
+
+@check("q1.hand_example", "讲义手算例子：W_v = 2I 与 W_v = 3I 的权重和输出")
+def hand_example(ctx: Context, *, weights_2I, output_2I, weights_3I, output_3I) -> None:
+    for v_scale, weights, output, label in ((2.0, weights_2I, output_2I, "2I"),
+                                            (3.0, weights_3I, output_3I, "3I")):
+        exp_out, exp_w = ref.hand_example(v_scale=v_scale)
+        assert_close(weights, exp_w, f"weights_{label}", rtol=0, atol=LECTURE_ATOL,
+                     diagnose=_hand_diag(v_scale=v_scale))
+        assert_close(output, exp_out, f"output_{label}", rtol=0, atol=LECTURE_ATOL,
+                     diagnose=_hand_diag(v_scale=v_scale))
+
+
+def _scale_hint(value: float) -> str | None:
+    if np.isclose(value, 3.0):
+        return "3 是 W_v 的新系数，但问的是 output_3I 相对 output_2I 的倍数：3I/2I，即 3/2。"
+    if np.isclose(value, 2 / 3):
+        return "方向反了：应是 output_3I 除以 output_2I。"
+    return None
+
+
+@check("q1.conclusions", "结论：输出放大 1.5 倍，权重不变")
+def conclusions(ctx: Context, *, output_scale_factor, weights_changed) -> None:
+    assert_number_close(output_scale_factor, 1.5, "output_scale_factor", rtol=1e-3, atol=1e-3,
+                        hint=_scale_hint)
+    if as_bool(weights_changed, "weights_changed"):
+        fail("weights_changed 应为 False：W_v 不参与打分，Q/K 没变，权重就不变。"
+             f"\n可能的原因：{mc.CATALOG['weights_depend_on_v'].describe()}")
+
+
+@check("q1.weights_3Wq", "对照：W_q = 3I 时权重变尖锐")
+def weights_3Wq(ctx: Context, *, weights_3Wq) -> None:
+    _, expected = ref.hand_example(q_scale=3.0)
+    got = assert_close(weights_3Wq, expected, "weights_3Wq", rtol=0, atol=LECTURE_ATOL,
+                       diagnose=_hand_diag(q_scale=3.0))
+    if np.allclose(got, ref.hand_example()[1], atol=LECTURE_ATOL):
+        fail("weights_3Wq 与 W_q = I 时的权重相同，但改变 W_q 会改变打分，权重应变尖锐。")
+
+
+@check("q1.w11_exact", "精确权重 w11（SymPy，无浮点数）")
+def w11_exact(ctx: Context, *, w11_exact) -> None:
+    assert_equivalent(w11_exact, W11_EXACT, "w11_exact", symbols={})
+
+
+@check("q1.output1_symbolic", "位置 1 的输出随 c 线性变化（SymPy）")
+def output1_symbolic(ctx: Context, *, output1_symbolic) -> None:
+    expected = C * sp.Matrix([[W11_EXACT, 1 - W11_EXACT]])
+    assert_matrix_equivalent(output1_symbolic, expected, "output1_symbolic", symbols={"c": C},
+                             allow_transpose=True)
+
+
+# ------------------------------------------------------------------ sample submissions
+
+ALTERNATIVES = [
+    Variant("einsum_and_loops", "用 einsum 与显式循环实现（正确的另一种写法）", edits=(
+        Edit("softmax_impl", "    shifted = z - np.max(z, axis=axis, keepdims=True)\n"
+             "    e = np.exp(shifted)\n    return e / np.sum(e, axis=axis, keepdims=True)",
+             "    z = np.moveaxis(np.asarray(z, dtype=float), axis, -1)\n"
+             "    out = np.empty_like(z)\n"
+             "    for idx in np.ndindex(*z.shape[:-1]):\n"
+             "        row = np.exp(z[idx] - z[idx].max())\n"
+             "        out[idx] = row / row.sum()\n"
+             "    return np.moveaxis(out, -1, axis)"),
+        Edit("attention_impl", "    scores = Q @ K.T / np.sqrt(d_k)",
+             "    scores = np.einsum('qd,kd->qk', Q, K) / np.sqrt(d_k)"),
+        Edit("attention_impl", "    return attention_weights(Q, K) @ V",
+             "    return np.einsum('qk,kv->qv', attention_weights(Q, K), V)"),
+    )),
+    Variant("logsumexp_lists", "log-sum-exp 写法，并先把输入转成数组（列表也能用）", edits=(
+        Edit("softmax_impl", "    shifted = z - np.max(z, axis=axis, keepdims=True)\n"
+             "    e = np.exp(shifted)\n    return e / np.sum(e, axis=axis, keepdims=True)",
+             "    m = np.max(z, axis=axis, keepdims=True)\n"
+             "    lse = m + np.log(np.sum(np.exp(z - m), axis=axis, keepdims=True))\n"
+             "    return np.exp(z - lse)"),
+        Edit("attention_impl", "    Q, K = np.asarray(Q), np.asarray(K)",
+             "    Q, K = np.array(Q, dtype=np.float64), np.array(K, dtype=np.float64)"),
+    )),
+]
+
+MISTAKES = [
+    Variant("no_sqrt_dk", "打分忘了除以 √d_k",
+            edits=(Edit("attention_impl", "    scores = Q @ K.T / np.sqrt(d_k)", "    scores = Q @ K.T"),),
+            loses=frozenset({"test_attention_weights", "test_attention", "test_self_attention",
+                             "test_hand_example", "test_weights_3Wq"}),
+            feedback=(mc.CATALOG["no_scaling"].label,)),
+    Variant("softmax_wrong_axis", "attention_weights 里 softmax 沿 Query 方向（axis=0）",
+            edits=(Edit("attention_impl", "    return softmax(scores, axis=-1)",
+                        "    return softmax(scores, axis=0)"),),
+            loses=frozenset({"test_attention_weights", "test_attention", "test_self_attention"}),
+            feedback=(mc.CATALOG["softmax_query_axis"].label,)),
+    Variant("naive_softmax", "softmax 不减最大值，大分数溢出",
+            edits=(Edit("softmax_impl", "    shifted = z - np.max(z, axis=axis, keepdims=True)",
+                        "    shifted = z"),),
+            loses=frozenset({"test_softmax_stable"}),
+            feedback=(mc.CATALOG["naive_softmax_overflow"].label,)),
+    Variant("weights_as_output", "attention 返回权重而不是输出",
+            edits=(Edit("attention_impl", "    return attention_weights(Q, K) @ V",
+                        "    return attention_weights(Q, K)"),),
+            loses=frozenset({"test_attention", "test_self_attention", "test_value_scaling",
+                             "test_hand_example", "test_conclusions"}),
+            feedback=(mc.CATALOG["weights_instead_of_output"].label,)),
+    Variant("k_as_v", "self_attention 用 K 代替 V 做加权求和",
+            edits=(Edit("attention_impl", "    output = attention(Q, K, V)",
+                        "    output = attention(Q, K, K)"),),
+            loses=frozenset({"test_self_attention", "test_value_scaling", "test_hand_example",
+                             "test_conclusions"}),
+            feedback=(mc.CATALOG["k_as_v"].label,)),
+    Variant("weights_from_v", "self_attention 的权重用 V 打分：只改 W_v 权重也会变",
+            edits=(Edit("attention_impl", "    weights = attention_weights(Q, K)",
+                        "    weights = attention_weights(Q, V)"),),
+            loses=frozenset({"test_self_attention", "test_value_scaling", "test_hand_example",
+                             "test_conclusions", "test_weights_3Wq"}),
+            feedback=(mc.CATALOG["weights_depend_on_v"].label,)),
+]
