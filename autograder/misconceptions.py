@@ -16,7 +16,8 @@ import numpy as np
 
 from . import reference as ref
 
-__all__ = ["Misconception", "CATALOG", "attention_variants", "softmax_variants", "match"]
+__all__ = ["Misconception", "CATALOG", "register", "attention_variants", "softmax_variants",
+           "weights_variants", "match", "diagnoser"]
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,18 @@ _ENTRIES = [
                   "W_v 放大 c 倍时，输出应恰好放大 c 倍（权重不变，V 放大 c 倍）。"),
 ]
 
-CATALOG: Mapping[str, Misconception] = {m.key: m for m in _ENTRIES}
+#: Every misconception the bank knows, keyed by stable name. Assignment modules add
+#: their own with :func:`register` when they are imported.
+CATALOG: dict[str, Misconception] = {m.key: m for m in _ENTRIES}
+
+
+def register(key: str, label: str, explain: str) -> Misconception:
+    """Add an assignment-specific misconception to :data:`CATALOG` and return it."""
+    entry = Misconception(key, label, explain)
+    if CATALOG.get(key, entry) != entry:
+        raise ValueError(f"misconception {key!r} registered twice with different text")
+    CATALOG[key] = entry
+    return entry
 
 
 def _naive_softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 from nbformat import NotebookNode
+
+from .variants import Edit, Variant
 
 __all__ = [
     "md", "code", "solution", "tests", "written", "new_notebook", "read", "write",
@@ -125,35 +126,6 @@ def strip_markers(source: str) -> str:
 
 
 # ------------------------------------------------------------------ sample submissions
-
-
-@dataclass(frozen=True)
-class Edit:
-    """Replace ``old`` (which must occur exactly once) by ``new`` in solution cell ``cell``."""
-
-    cell: str
-    old: str
-    new: str
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A sample submission: the source's solution with ``edits`` applied.
-
-    ``loses`` names the grade cells that must score less than full marks (empty for
-    a correct alternative); ``feedback`` is text the feedback must contain (the
-    misconception's Chinese label).
-    """
-
-    name: str
-    description: str
-    edits: tuple[Edit, ...] = ()
-    loses: frozenset[str] = field(default_factory=frozenset)
-    feedback: tuple[str, ...] = ()
-
-    @property
-    def is_mistake(self) -> bool:
-        return bool(self.loses)
 
 
 def _apply(source: str, edit: Edit) -> str:

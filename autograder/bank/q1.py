@@ -8,8 +8,8 @@ import sympy as sp
 from .. import misconceptions as mc
 from .. import reference as ref
 from ..compare import as_array, as_bool, assert_close, assert_number_close, fail
-from ..notebooks import Edit, Variant
 from ..symbolic import assert_equivalent, assert_matrix_equivalent
+from ..variants import Edit, Variant
 from . import Context, check
 
 #: Tolerance for the hand example: the lecture's table is rounded to 3 decimals.

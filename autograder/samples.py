@@ -1,0 +1,55 @@
+"""Sample students: submissions built from the source solution and the bank's variants.
+
+Each bank module lists ``ALTERNATIVES`` (other correct implementations, which must
+score full marks) and ``MISTAKES`` (each one named misconception, which must lose
+exactly the cells in ``Variant.loses`` and be named in the feedback). The demo and
+the end-to-end tests both build their classes from these.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from . import notebooks as nbs
+from .bank import ASSIGNMENT_MODULES
+from .notebooks import Variant
+
+__all__ = ["PERFECT", "alternatives", "mistakes", "sample_class", "write_class"]
+
+#: The source notebook's own solution, unchanged.
+PERFECT = Variant("perfect", "参考答案本身")
+
+
+def _module(assignment: str):
+    return importlib.import_module(ASSIGNMENT_MODULES[assignment], "autograder.bank")
+
+
+def alternatives(assignment: str) -> list[Variant]:
+    return list(getattr(_module(assignment), "ALTERNATIVES", []))
+
+
+def mistakes(assignment: str) -> list[Variant]:
+    return list(getattr(_module(assignment), "MISTAKES", []))
+
+
+def sample_class(assignment: str, *, with_alternatives: bool = True) -> dict[str, Variant | None]:
+    """Student id -> variant (``None`` is the blank, unanswered submission)."""
+    students: dict[str, Variant | None] = {"perfect": PERFECT, "blank": None}
+    if with_alternatives:
+        students.update({f"alt-{v.name}": v for v in alternatives(assignment)})
+    students.update({f"mistake-{v.name}": v for v in mistakes(assignment)})
+    return students
+
+
+def write_class(course: Path, source_nb: Path, assignment: str,
+                students: dict[str, Variant | None]) -> None:
+    """Write each student's notebook into ``course/submitted/<student>/<assignment>/``.
+
+    The course must already hold the release (``nbgrader generate_assignment``).
+    """
+    source = nbs.read(source_nb)
+    release = nbs.read(course / "release" / assignment / f"{assignment}.ipynb")
+    for student, variant in students.items():
+        target = course / "submitted" / student / assignment / f"{assignment}.ipynb"
+        nbs.write(nbs.make_submission(source, release, variant), target)
