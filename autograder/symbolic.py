@@ -92,33 +92,50 @@ def canonical(expr: sp.Basic, symbols: Mapping[str, sp.Symbol]) -> sp.Basic:
     return expr.xreplace(subs) if subs else expr
 
 
-def _numeric_difference(diff: sp.Basic, names: list[sp.Symbol], trials: int = 6) -> float:
-    """Largest |diff| over random positive points (NaN where it cannot be evaluated)."""
+#: Agreement at every random point to this many digits counts as equal when
+#: ``simplify`` cannot finish the proof (e.g. tanh forms of a sigmoid).
+_DIGITS = 50
+_NUMERIC_EQUAL = 1e-30
+
+
+def _numeric_difference(a: sp.Basic, b: sp.Basic, trials: int = 6) -> float:
+    """Largest relative |a - b| over random positive points (unevaluable points skipped;
+    ``inf`` when no point could be evaluated, so only ``simplify`` can then say equal)."""
+    names = sorted((a - b).free_symbols, key=lambda s: s.name)
     rnd = random.Random(20261130)
-    worst = 0.0
-    for _ in range(trials):
+    worst, evaluated = 0.0, 0
+    for _ in range(trials if names else 1):
         point = {s: sp.Rational(rnd.randint(51, 299), 100) for s in names}
         try:
-            value = complex(sp.N(diff.xreplace(point), 30))
+            va = complex(sp.N(a.xreplace(point), _DIGITS))
+            vb = complex(sp.N(b.xreplace(point), _DIGITS))
         except (TypeError, ValueError, ZeroDivisionError):
             continue
-        worst = max(worst, abs(value))
-    return worst
+        evaluated += 1
+        worst = max(worst, abs(va - vb) / max(1.0, abs(vb)))
+    return worst if evaluated else float("inf")
 
 
 def is_equivalent(a: sp.Basic, b: sp.Basic, *, seconds: float = 10.0) -> bool:
-    """Whether ``a`` and ``b`` are the same expression (symbols already canonical)."""
-    diff = sp.sympify(a - b)
-    if diff == 0:
+    """Whether ``a`` and ``b`` are the same expression (symbols already canonical).
+
+    A random point where they differ proves inequality at once; otherwise
+    ``simplify(a - b) == 0`` decides, and when it cannot (time limit, or a form it
+    does not reduce) agreement to 30 digits at every random point does.
+    """
+    a, b = sp.sympify(a), sp.sympify(b)
+    if a - b == 0:
         return True
-    names = sorted(diff.free_symbols, key=lambda s: s.name)
-    if _numeric_difference(diff, names) > 1e-12:
-        return False  # a point where they differ is proof enough
+    difference = _numeric_difference(a, b)
+    if _NUMERIC_EQUAL < difference < float("inf"):
+        return False
     try:
         with time_limit(seconds):
-            return sp.simplify(diff) == 0 or sp.simplify(sp.expand(sp.powsimp(diff))) == 0
+            if sp.simplify(a - b) == 0:
+                return True
     except TimeLimit:
-        return True  # equal at every random point and simplify ran out of time
+        pass
+    return difference <= _NUMERIC_EQUAL
 
 
 def _symbol_message(expr: sp.Basic, symbols: Mapping[str, sp.Symbol], what: str) -> None:

@@ -1,0 +1,59 @@
+"""Shared test helpers: the source notebooks' own solutions, loaded without a kernel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+
+from autograder.notebooks import (
+    HIDDEN_BEGIN,
+    HIDDEN_END,
+    Variant,
+    grade_id,
+    is_solution_cell,
+    strip_markers,
+    strip_region,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def solution_namespace(assignment: str, variant: Variant | None = None) -> SimpleNamespace:
+    """Run the source notebook's code cells (solutions included, tests skipped) in-process.
+
+    ``variant`` applies a sample student's edits first, so a test can grade a mistake
+    without starting a kernel.
+    """
+    nb = nbformat.read(ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+    env: dict = {"display": lambda *args, **kwargs: None, "__name__": "__student__"}
+    for cell in nb.cells:
+        if cell.cell_type != "code" or HIDDEN_BEGIN in cell.source:
+            continue
+        source = cell.source
+        if variant and is_solution_cell(cell):
+            for edit in variant.edits:
+                if edit.cell == grade_id(cell):
+                    source = source.replace(edit.old, edit.new)
+        source = strip_markers(strip_region(source, HIDDEN_BEGIN, HIDDEN_END))
+        if "plt." in source:  # plots are for people; skip them in unit tests
+            continue
+        exec(compile(source, f"<{assignment}:{grade_id(cell)}>", "exec"), env)
+    return SimpleNamespace(**env)
+
+
+def hidden_calls(assignment: str) -> dict[str, tuple[str, list[str]]]:
+    """Grade cell id -> (check name, keyword names) from each hidden ``run_check`` call."""
+    import ast
+
+    nb = nbformat.read(ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+    calls = {}
+    for cell in nb.cells:
+        if HIDDEN_BEGIN not in cell.source:
+            continue
+        hidden = cell.source.split(HIDDEN_BEGIN, 1)[1].split(HIDDEN_END, 1)[0]
+        for node in ast.walk(ast.parse(hidden)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "run_check":
+                calls[grade_id(cell)] = (node.args[0].value, [k.arg for k in node.keywords])
+    return calls

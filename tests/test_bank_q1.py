@@ -1,0 +1,112 @@
+"""q1_value_scaling's checks on the source solution, its alternatives and its mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+from helpers import hidden_calls, solution_namespace
+
+from autograder.bank import checks_for, q1, run_check
+from autograder.compare import CheckFailed
+
+A = "q1_value_scaling"
+CALLS = hidden_calls(A)
+
+
+def _grade(ns) -> dict[str, str | None]:
+    """Grade cell id -> None when its check passes, else the failure message."""
+    verdicts = {}
+    for cell, (name, keywords) in CALLS.items():
+        try:
+            run_check(name, **{k: getattr(ns, k) for k in keywords})
+            verdicts[cell] = None
+        except CheckFailed as err:
+            verdicts[cell] = str(err)
+    return verdicts
+
+
+@pytest.fixture(scope="module")
+def solution():
+    return solution_namespace(A)
+
+
+def test_every_check_has_a_grade_cell():
+    assert {name for name, _ in CALLS.values()} == {c.name for c in checks_for(A)}
+
+
+def test_source_solution_passes_every_check(solution):
+    assert _grade(solution) == dict.fromkeys(CALLS)
+
+
+@pytest.mark.parametrize("variant", q1.ALTERNATIVES, ids=lambda v: v.name)
+def test_alternative_passes_every_check(variant):
+    assert _grade(solution_namespace(A, variant)) == dict.fromkeys(CALLS)
+
+
+@pytest.mark.parametrize("variant", q1.MISTAKES, ids=lambda v: v.name)
+def test_mistake_fails_exactly_its_cells_and_is_named(variant):
+    verdicts = _grade(solution_namespace(A, variant))
+    failed = {cell for cell, message in verdicts.items() if message}
+    assert failed == set(variant.loses)
+    text = "\n".join(m for m in verdicts.values() if m)
+    for label in variant.feedback:
+        assert label in text
+
+
+def test_hand_example_accepts_lecture_rounding(solution):
+    rounded = {k: np.round(getattr(solution, k), 3) for k in
+               ("weights_2I", "output_2I", "weights_3I")}
+    run_check("q1.hand_example", **rounded, output_3I=np.round(rounded["weights_3I"] * 3, 3))
+
+
+def test_hard_coded_hand_example_earns_nothing_for_the_functions():
+    def hard_coded(X, W_q, W_k, W_v):
+        return np.array([[1.34, 0.66], [0.66, 1.34]]), np.array([[0.67, 0.33], [0.33, 0.67]])
+
+    with pytest.raises(CheckFailed):
+        run_check("q1.self_attention", self_attention=hard_coded)
+
+
+@pytest.mark.parametrize("value, message", [
+    (3.0, "3/2"), (2 / 3, "方向反了"), ("1.5", "字符串"), (None, "None"),
+])
+def test_wrong_scale_factor_is_explained(solution, value, message):
+    with pytest.raises(CheckFailed, match=message):
+        run_check("q1.conclusions", output_scale_factor=value, weights_changed=False)
+
+
+def test_weights_changed_must_be_a_bool():
+    with pytest.raises(CheckFailed, match="布尔值"):
+        run_check("q1.conclusions", output_scale_factor=1.5, weights_changed="False")
+
+
+@pytest.mark.parametrize("form", [
+    1 / (1 + sp.exp(-sp.sqrt(2) / 2)),
+    sp.exp(sp.sqrt(2) / 2) / (1 + sp.exp(sp.sqrt(2) / 2)),
+    sp.Rational(1, 2) + sp.tanh(sp.sqrt(2) / 4) / 2,
+])
+def test_w11_exact_accepts_any_equivalent_form(form):
+    run_check("q1.w11_exact", w11_exact=form)
+
+
+def test_w11_float_approximation_is_rejected_with_its_own_message():
+    with pytest.raises(CheckFailed, match="浮点数"):
+        run_check("q1.w11_exact", w11_exact=sp.Float(0.669761549))
+
+
+def test_output1_symbolic_accepts_a_column_and_assumptions_on_c(solution):
+    c = sp.Symbol("c", positive=True)
+    w = solution.w11_exact
+    run_check("q1.output1_symbolic", output1_symbolic=sp.Matrix([c * w, c * (1 - w)]))
+
+
+def test_output1_symbolic_without_c_is_rejected(solution):
+    w = solution.w11_exact
+    with pytest.raises(CheckFailed, match="不等价"):
+        run_check("q1.output1_symbolic", output1_symbolic=sp.Matrix([[2 * w, 2 * (1 - w)]]))
+
+
+def test_weights_3Wq_equal_to_unchanged_weights_is_rejected(solution):
+    with pytest.raises(CheckFailed):
+        run_check("q1.weights_3Wq", weights_3Wq=solution.weights_2I)
