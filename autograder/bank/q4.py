@@ -1,0 +1,376 @@
+"""Checks for q4_single_token: n = 1, where attention degenerates to the linear map x·W_v."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import sympy as sp
+
+from .. import misconceptions as mc
+from .. import reference as ref
+from ..compare import as_array, as_bool, assert_close, fail, fmt
+from ..symbolic import (
+    as_expression,
+    as_matrix,
+    assert_equivalent,
+    assert_matrix_equivalent,
+    canonical,
+)
+from ..variants import Edit, Variant
+from . import Context, check
+
+#: Tolerances: the output is a plain matrix product, but float32 arithmetic is allowed.
+RTOL, ATOL = 1e-5, 1e-5
+
+OUTPUT_IS_X = mc.register(
+    "output_is_x", "忘了乘 W_v（输出 = x）",
+    "单个 token 时权重恰为 1，输出 = 1·V = x·W_v。V 是输入经过 W_v 变换后的“内容”，"
+    "不是输入 x 本身：V = x·W_v 这一步不能省。")
+OUTPUT_DEPENDS_ON_QK = mc.register(
+    "output_depends_on_qk", "以为 n = 1 时输出依赖 W_q、W_k",
+    "n = 1 时只有一个打分，softmax 作用在一个数上恒为 1，所以无论 W_q、W_k 取什么，"
+    "输出都是 x·W_v。W_q、W_k 只改变那一个打分的大小，改变不了权重。")
+MAP_TRANSPOSED = mc.register(
+    "linear_map_transposed", "等价线性映射被转置",
+    "讲义用行向量约定：output = x·M，x 形状 (1, d_model)，所以 M 的形状是 (d_model, d_v)，"
+    "就是 W_v 本身，而不是 W_vᵀ。")
+
+S = sp.Symbol("s")
+_X_NAMES = ("x1", "x2")
+_W_NAMES = {w: tuple(f"{w}{i}{j}" for i in (1, 2) for j in (1, 2)) for w in ("q", "k", "v")}
+SYMBOLS = {name: sp.Symbol(name) for name in
+           (*_X_NAMES, *_W_NAMES["q"], *_W_NAMES["k"], *_W_NAMES["v"])}
+
+
+# ------------------------------------------------------------------ inputs and diagnoses
+
+
+def _inputs(ctx: Context, *, square: bool = False, dtype: type = np.float64):
+    """x (1, d_model), W_q and W_k (d_model, d_k), W_v (d_model, d_v) of random sizes.
+
+    Without ``square`` the three sizes are pairwise different, so x, x·W_q and x·W_v
+    have different shapes and the wrong outputs can be told apart.
+    """
+    if square:
+        d_model = d_k = d_v = ctx.dims(2, 7, 1)[0]
+    else:
+        d_model, d_k, d_v = ctx.dims(2, 8, 3)
+    x = ctx.randn(1, d_model, dtype=dtype)
+    return (x, ctx.randn(d_model, d_k, dtype=dtype), ctx.randn(d_model, d_k, dtype=dtype),
+            ctx.randn(d_model, d_v, dtype=dtype))
+
+
+def _score(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray) -> np.ndarray:
+    """The one scaled score q·kᵀ/√d_k as a 1×1 array (float64)."""
+    x, W_q, W_k = (np.asarray(a, dtype=np.float64) for a in (np.atleast_2d(x), W_q, W_k))
+    return (x @ W_q) @ (x @ W_k).T / np.sqrt(W_k.shape[-1])
+
+
+def _naive(s: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        e = np.exp(s)
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+def _diagnoser(pairs: Sequence[tuple[str, np.ndarray]]) -> Callable[[np.ndarray], str | None]:
+    """Like :func:`mc.diagnoser`, but several wrong results may share one misconception."""
+
+    def diagnose(arr: np.ndarray) -> str | None:
+        for key, wrong in pairs:
+            found = mc.match(arr, {key: np.asarray(wrong, dtype=np.float64)})
+            if found:
+                return found
+        return None
+
+    return diagnose
+
+
+def _weights_pairs(x, W_q, W_k) -> list[tuple[str, np.ndarray]]:
+    s = _score(x, W_q, W_k)
+    unscaled = s * np.sqrt(np.shape(W_k)[-1])
+    with np.errstate(all="ignore"):
+        exp_s = np.exp(s)
+    return [("naive_softmax_overflow", _naive(s)), ("raw_scores", s), ("raw_scores", unscaled),
+            ("exp_without_normalising", exp_s)]
+
+
+def _output_pairs(x, W_q, W_k, W_v) -> list[tuple[str, np.ndarray]]:
+    x, W_q, W_k, W_v = (np.asarray(a, dtype=np.float64) for a in (np.atleast_2d(x), W_q, W_k, W_v))
+    s = _score(x, W_q, W_k)
+    V = x @ W_v
+    return [("output_is_x", x), ("q_as_v", x @ W_q), ("raw_scores", s @ V),
+            ("raw_scores", s * np.sqrt(W_k.shape[-1]) @ V), ("k_as_v", x @ W_k),
+            ("weights_instead_of_output", np.ones((1, 1))), ("transposed_output", V.T)]
+
+
+def _weights_shape_hint(arr: np.ndarray) -> str | None:
+    if arr.shape != (1, 1) and arr.size == 1:
+        return "权重应是 1×1 的二维数组（一行对应一个 Query，一列对应一个 Key），例如 np.array([[1.0]])。"
+    return None
+
+
+def _first(*diagnoses: Callable[[np.ndarray], str | None]) -> Callable[[np.ndarray], str | None]:
+    def diagnose(arr: np.ndarray) -> str | None:
+        for d in diagnoses:
+            found = d(arr)
+            if found:
+                return found
+        return None
+
+    return diagnose
+
+
+def _shape_text(x: np.ndarray, W_q: np.ndarray, W_v: np.ndarray | None = None) -> str:
+    d_v = "" if W_v is None else f"，d_v={W_v.shape[1]}"
+    return f"（x {x.shape}，d_k={W_q.shape[1]}{d_v}，{x.dtype.name}）"
+
+
+# ------------------------------------------------------------------ checks
+
+
+@check("q4.hand_example", "讲义例子只留 x1：权重与输出")
+def hand_example(ctx: Context, *, hand_weight, hand_output) -> None:
+    x1, eye = np.array([[1.0, 0.0]]), np.eye(2)
+    s = _score(x1, eye, eye)
+    raw = [("raw_scores", s), ("raw_scores", s * np.sqrt(2))]
+    assert_close(hand_weight, np.ones((1, 1)), "hand_weight", rtol=0, atol=1e-6,
+                 diagnose=_first(_weights_shape_hint, _diagnoser(raw)))
+
+    def output_hint(arr: np.ndarray) -> str | None:
+        if arr.shape == (1, 2) and np.allclose(arr, x1, atol=1e-6):
+            return (f"得到的正是 x1 = [1, 0]。{OUTPUT_IS_X.describe()}"
+                    "（本例 W_q = I，所以用 x·W_q 当输出也会得到 x1："
+                    f"{mc.CATALOG['q_as_v'].describe()}）")
+        return _diagnoser([("raw_scores", s @ (2 * x1)), ("raw_scores", np.sqrt(2) * s @ (2 * x1))])(arr)
+
+    assert_close(hand_output, 2 * x1, "hand_output", rtol=0, atol=1e-6, diagnose=output_hint)
+
+
+@check("q4.weights", "single_token_weights：一个打分做 softmax，恒为 [[1.0]]")
+def weights_values(ctx: Context, *, single_token_weights) -> None:
+    cases = [_inputs(ctx) for _ in range(3)] + [_inputs(ctx, dtype=np.float32)]
+    for x, W_q, W_k, _ in cases:
+        what = f"single_token_weights(x, W_q, W_k){_shape_text(x, W_q)}"
+        got = ctx.call(single_token_weights, x, W_q, W_k, what=what)
+        assert_close(got, np.ones((1, 1)), what, rtol=1e-9, atol=1e-12,
+                     diagnose=_first(_weights_shape_hint, _diagnoser(_weights_pairs(x, W_q, W_k))))
+
+
+def _scaled_to(ctx: Context, magnitude: float):
+    """Inputs whose one scaled score is exactly ``magnitude`` (e.g. ±1e6)."""
+    x, W_q, W_k, W_v = _inputs(ctx)
+    s = float(_score(x, W_q, W_k)[0, 0])
+    while abs(s) < 1e-3:  # practically never: redraw rather than divide by ~0
+        x, W_q, W_k, W_v = _inputs(ctx)
+        s = float(_score(x, W_q, W_k)[0, 0])
+    return x, W_q * (magnitude / s), W_k, W_v
+
+
+@check("q4.weights_extreme", "打分量级 1e6 时权重仍为 [[1.0]]、输出是有限数")
+def weights_extreme(ctx: Context, *, single_token_weights, single_token_attention) -> None:
+    for magnitude in (1e6, -1e6):
+        x, W_q, W_k, W_v = _scaled_to(ctx, magnitude)
+        what = f"single_token_weights(x, W_q, W_k)（打分约为 {magnitude:+.0e}）"
+        got = ctx.call(single_token_weights, x, W_q, W_k, what=what)
+        assert_close(got, np.ones((1, 1)), what, rtol=1e-9, atol=1e-12,
+                     diagnose=_first(_weights_shape_hint, _diagnoser(_weights_pairs(x, W_q, W_k))))
+        what = f"single_token_attention(x, W_q, W_k, W_v)（打分约为 {magnitude:+.0e}）"
+        out = as_array(ctx.call(single_token_attention, x, W_q, W_k, W_v, what=what), what)
+        if not np.isfinite(out).all():
+            fail(f"{what} 含有 NaN 或无穷大，而正确输出 x·W_v 全是有限数。\n可能的原因："
+                 f"{mc.CATALOG['naive_softmax_overflow'].describe()}")
+
+
+@check("q4.attention_output", "single_token_attention：输出等于 x·W_v（随机大小，float32）")
+def attention_output(ctx: Context, *, single_token_attention) -> None:
+    cases = [_inputs(ctx), _inputs(ctx), _inputs(ctx, dtype=np.float32)]
+    for x, W_q, W_k, W_v in cases:
+        what = f"single_token_attention(x, W_q, W_k, W_v){_shape_text(x, W_q, W_v)}"
+        got = ctx.call(single_token_attention, x, W_q, W_k, W_v, what=what)
+        expected = ref.self_attention(x, W_q, W_k, W_v)[0].astype(np.float64)
+        assert_close(got, expected, what, rtol=RTOL, atol=ATOL,
+                     diagnose=_diagnoser(_output_pairs(x, W_q, W_k, W_v)))
+
+
+@check("q4.input_shapes", "x 可以是 (1, d_model) 也可以是 (d_model,)：结果形状都为二维")
+def input_shapes(ctx: Context, *, single_token_weights, single_token_attention) -> None:
+    x, W_q, W_k, W_v = _inputs(ctx, square=True)
+    d = x.shape[1]
+    flat = x.reshape(-1)
+    w1 = as_array(ctx.call(single_token_weights, flat, W_q, W_k,
+                           what=f"single_token_weights(x, W_q, W_k)（x 为一维，形状 ({d},)）"),
+                  "single_token_weights 的结果")
+    if w1.shape != (1, 1):
+        fail(f"x 为一维数组（形状 ({d},)）时，single_token_weights 应返回 1×1 数组，"
+             f"得到形状 {w1.shape}。提示：先把 x 变成一行，例如 np.atleast_2d(x) 或 x.reshape(1, -1)。")
+    results = {}
+    for label, arg in (("一维", flat), ("二维", x)):
+        what = f"single_token_attention(x, W_q, W_k, W_v)（x 为{label}，形状 {arg.shape}）"
+        out = as_array(ctx.call(single_token_attention, arg, W_q, W_k, W_v, what=what), what)
+        if out.ndim != 2 or out.shape[0] != 1:
+            fail(f"{what} 应返回形状 (1, d_v) = (1, {W_v.shape[1]}) 的二维数组，得到形状 {out.shape}。"
+                 "一个 token 的输出也是一行：提示：先把 x 变成一行，例如 np.atleast_2d(x)。")
+        results[label] = out
+    if results["一维"].shape != results["二维"].shape or not np.allclose(
+            results["一维"], results["二维"], rtol=1e-9, atol=1e-12, equal_nan=True):
+        fail("同一个 token 写成一维 (d_model,) 和二维 (1, d_model) 时，single_token_attention 的结果不同"
+             f"（{fmt(results['一维'])} 对 {fmt(results['二维'])}）。两种写法应得到同一个输出。")
+
+
+@check("q4.qk_invariance", "换掉 W_q、W_k，单个 token 的输出完全不变")
+def qk_invariance(ctx: Context, *, single_token_attention) -> None:
+    x, W_q, W_k, W_v = _inputs(ctx)
+    d_model, d_k = W_q.shape
+    base_what = "single_token_attention(x, W_q, W_k, W_v)"
+    base = as_array(ctx.call(single_token_attention, x, W_q, W_k, W_v, what=base_what), base_what)
+    d_new = int(ctx.rng.choice([d for d in range(2, 9) if d != d_k]))
+    changes = [
+        ("W_q、W_k 换成新的随机矩阵（d_k 也变了）", ctx.randn(d_model, d_new), ctx.randn(d_model, d_new)),
+        ("W_q 与 W_k 互换", W_k, W_q),
+        ("W_q 换成 -2·W_q", -2 * W_q, W_k),
+    ]
+    for description, W_q2, W_k2 in changes:
+        what = f"{description}后的 single_token_attention"
+        got = as_array(ctx.call(single_token_attention, x, W_q2, W_k2, W_v, what=what), what)
+        if got.shape != base.shape or not np.allclose(got, base, rtol=RTOL, atol=ATOL):
+            found = (_diagnoser(_output_pairs(x, W_q2, W_k2, W_v))(got)
+                     or _diagnoser(_output_pairs(x, W_q, W_k, W_v))(base)
+                     or OUTPUT_DEPENDS_ON_QK.describe())
+            fail(f"{description}后，输出变了（期望完全不变：n = 1 时输出只取决于 x 和 W_v）。"
+                 f"\n原来 {fmt(base)}，现在 {fmt(got)}。\n可能的原因：{found}")
+
+
+def _map_diag(W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray) -> Callable[[np.ndarray], str | None]:
+    pairs = [("output_is_x", np.eye(W_v.shape[0])), ("q_as_v", W_q), ("k_as_v", W_k),
+             ("linear_map_transposed", W_v.T)]
+    return _diagnoser(pairs)
+
+
+@check("q4.linear_map", "equivalent_linear_map：等价的线性映射 M = W_v")
+def linear_map(ctx: Context, *, equivalent_linear_map) -> None:
+    cases = [_inputs(ctx) for _ in range(3)]
+    for _, W_q, W_k, W_v in cases:
+        what = (f"equivalent_linear_map(W_q, W_k, W_v)（d_model={W_q.shape[0]}，"
+                f"d_k={W_q.shape[1]}，d_v={W_v.shape[1]}）")
+        got = ctx.call(equivalent_linear_map, W_q, W_k, W_v, what=what)
+        assert_close(got, W_v, what, rtol=RTOL, atol=ATOL, diagnose=_map_diag(W_q, W_k, W_v))
+
+
+@check("q4.independent_of_qk", "结论：n = 1 时输出与 W_q、W_k 无关")
+def independent_of_qk(ctx: Context, *, output_independent_of_qk) -> None:
+    if not as_bool(output_independent_of_qk, "output_independent_of_qk"):
+        fail("output_independent_of_qk 应为 True。\n可能的原因："
+             f"{OUTPUT_DEPENDS_ON_QK.describe()}")
+
+
+@check("q4.softmax_symbolic", "一个符号打分 s 的 softmax 化简为 1（SymPy）")
+def softmax_symbolic(ctx: Context, *, softmax_single_symbolic) -> None:
+    value = softmax_single_symbolic
+    if isinstance(value, sp.MatrixBase) and value.shape == (1, 1):
+        value = value[0, 0]
+    expr = as_expression(value, "softmax_single_symbolic")
+    renamed = expr.xreplace({v: S for v in expr.free_symbols if v.name == "s"})
+    if renamed == S:
+        fail(f"softmax_single_symbolic 等于打分 s 本身，不对：期望化简为 1。\n可能的原因："
+             f"{mc.CATALOG['raw_scores'].describe()}")
+    if renamed == sp.exp(S):
+        fail("softmax_single_symbolic 等于 exp(s)，不对：期望化简为 1。\n可能的原因："
+             f"{mc.CATALOG['exp_without_normalising'].describe()}")
+    assert_equivalent(expr, sp.Integer(1), "softmax_single_symbolic", symbols={"s": S})
+
+
+def _residual_hint(mat: sp.Matrix) -> str | None:
+    x = sp.Matrix([[SYMBOLS[n] for n in _X_NAMES]])
+    W = {w: sp.Matrix(2, 2, [SYMBOLS[n] for n in _W_NAMES[w]]) for w in _W_NAMES}
+    s = (x * W["q"] * (x * W["k"]).T)[0, 0] / sp.sqrt(2)
+    wrong = [("output_is_x", x - x * W["v"]), ("q_as_v", x * W["q"] - x * W["v"]),
+             ("raw_scores", s * x * W["v"] - x * W["v"])]
+    for key, expected in wrong:
+        if mat.shape == expected.shape and all(
+                sp.expand(a - b) == 0 for a, b in zip(mat, expected)):
+            return mc.CATALOG[key].describe()
+    return None
+
+
+@check("q4.residual_symbolic", "符号验证：输出 − x·W_v 化简为零矩阵（SymPy）")
+def residual_symbolic(ctx: Context, *, symbolic_single_token_residual) -> None:
+    what = "symbolic_single_token_residual"
+    mat = canonical(as_matrix(symbolic_single_token_residual, what), SYMBOLS)
+    if mat.shape in ((1, 2), (2, 1)):
+        mat = mat.reshape(1, 2)
+        hint = _residual_hint(mat)
+        if hint:
+            fail(f"{what} 化简后不是零矩阵。\n可能的原因：{hint}")
+    assert_matrix_equivalent(mat, sp.zeros(1, 2), what, symbols=SYMBOLS)
+
+
+# ------------------------------------------------------------------ sample submissions
+
+_SOFTMAX = ("    shifted = scores - np.max(scores, axis=-1, keepdims=True)\n"
+            "    e = np.exp(shifted)\n"
+            "    return e / np.sum(e, axis=-1, keepdims=True)")
+
+ALTERNATIVES = [
+    Variant("einsum_reshape", "用 einsum 计算打分与加权求和，一维 x 用 reshape(1, -1) 处理", edits=(
+        Edit("weights_impl", "    x = np.atleast_2d(np.asarray(x, dtype=float))",
+             "    x = np.asarray(x, dtype=float).reshape(1, -1)"),
+        Edit("weights_impl", "    scores = q @ k.T / np.sqrt(k.shape[-1])",
+             "    scores = np.einsum('id,jd->ij', q, k) / np.sqrt(k.shape[-1])"),
+        Edit("attention_impl", "    x = np.atleast_2d(np.asarray(x, dtype=float))",
+             "    x = np.asarray(x, dtype=float).reshape(1, -1)"),
+        Edit("attention_impl", "    return weights @ V",
+             "    return np.einsum('ij,jd->id', weights, V)"),
+    )),
+    Variant("float32_logsumexp", "全部用 float32 计算，softmax 用 log-sum-exp 写法", edits=(
+        Edit("weights_impl", "    x = np.atleast_2d(np.asarray(x, dtype=float))\n"
+             "    q, k = x @ np.asarray(W_q, dtype=float), x @ np.asarray(W_k, dtype=float)",
+             "    x = np.atleast_2d(np.asarray(x, dtype=np.float32))\n"
+             "    q, k = x @ np.asarray(W_q, dtype=np.float32), x @ np.asarray(W_k, dtype=np.float32)"),
+        Edit("weights_impl", _SOFTMAX,
+             "    m = np.max(scores, axis=-1, keepdims=True)\n"
+             "    lse = m + np.log(np.sum(np.exp(scores - m), axis=-1, keepdims=True))\n"
+             "    return np.exp(scores - lse)"),
+        Edit("attention_impl", "    x = np.atleast_2d(np.asarray(x, dtype=float))\n"
+             "    V = x @ np.asarray(W_v, dtype=float)",
+             "    x = np.atleast_2d(np.asarray(x, dtype=np.float32))\n"
+             "    V = x @ np.asarray(W_v, dtype=np.float32)"),
+    )),
+    Variant("shortcut_probe", "直接用结论：权重写成 1，输出写成 x·W_v，M 用基向量逐行探测", edits=(
+        Edit("weights_impl", "    x = np.atleast_2d(np.asarray(x, dtype=float))\n"
+             "    q, k = x @ np.asarray(W_q, dtype=float), x @ np.asarray(W_k, dtype=float)\n"
+             "    scores = q @ k.T / np.sqrt(k.shape[-1])\n" + _SOFTMAX,
+             "    return np.ones((1, 1))"),
+        Edit("attention_impl", "    weights = single_token_weights(x, W_q, W_k)\n"
+             "    return weights @ V",
+             "    return V"),
+        Edit("linear_map_impl", "    return np.array(W_v, dtype=float)",
+             "    basis = np.eye(np.shape(W_v)[0])\n"
+             "    return np.vstack([single_token_attention(e, W_q, W_k, W_v) for e in basis])"),
+    )),
+]
+
+MISTAKES = [
+    Variant("output_is_x", "忘了乘 W_v：输出直接是 x，等价映射写成单位矩阵",
+            edits=(Edit("attention_impl", "    V = x @ np.asarray(W_v, dtype=float)", "    V = x"),
+                   Edit("linear_map_impl", "    return np.array(W_v, dtype=float)",
+                        "    return np.eye(np.shape(W_v)[0])")),
+            loses=frozenset({"test_hand_example", "test_attention_output", "test_linear_map"}),
+            feedback=(OUTPUT_IS_X.label,)),
+    Variant("output_is_xWq", "输出用了 x·W_q（把 Query 当成了 Value）",
+            edits=(Edit("attention_impl", "    V = x @ np.asarray(W_v, dtype=float)",
+                        "    V = x @ np.asarray(W_q, dtype=float)"),),
+            loses=frozenset({"test_hand_example", "test_attention_output", "test_qk_invariance"}),
+            feedback=(mc.CATALOG["q_as_v"].label,)),
+    Variant("raw_score_weight", "忘了 softmax：把打分本身当成权重",
+            edits=(Edit("weights_impl", _SOFTMAX, "    return scores"),),
+            loses=frozenset({"test_hand_example", "test_weights", "test_weights_extreme",
+                             "test_attention_output", "test_qk_invariance"}),
+            feedback=(mc.CATALOG["raw_scores"].label,)),
+    Variant("naive_softmax", "softmax 不减最大值：打分 1e6 时溢出",
+            edits=(Edit("weights_impl",
+                        "    shifted = scores - np.max(scores, axis=-1, keepdims=True)",
+                        "    shifted = scores"),),
+            loses=frozenset({"test_weights_extreme"}),
+            feedback=(mc.CATALOG["naive_softmax_overflow"].label,)),
+]
