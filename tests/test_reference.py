@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from autograder import reference as ref
 
@@ -120,3 +123,26 @@ def test_positional_encoding_follows_the_formula():
         for j in range(5):
             angle = pos / 10000 ** (2 * (j // 2) / 5)
             assert pe[pos, j] == pytest.approx(np.sin(angle) if j % 2 == 0 else np.cos(angle))
+
+
+# ---------------------------------------------------------------- property tests
+
+finite = st.floats(-1e4, 1e4, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 5), st.integers(1, 6)), elements=finite),
+       st.floats(-50, 50))
+def test_softmax_rows_sum_to_one_and_ignore_shifts(z, shift):
+    p = ref.softmax(z)
+    assert np.isfinite(p).all()
+    np.testing.assert_allclose(p.sum(axis=-1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(ref.softmax(z + shift), p, rtol=1e-9, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 5), st.integers(1, 4), st.integers(1, 4), st.integers(0, 10**6))
+def test_attention_matches_naive_loop_on_any_shape(n_q, n_k, d_k, d_v, seed):
+    rng = np.random.default_rng(seed)
+    Q, K, V = rng.normal(size=(n_q, d_k)), rng.normal(size=(n_k, d_k)), rng.normal(size=(n_k, d_v))
+    np.testing.assert_allclose(ref.attention(Q, K, V), naive_attention(Q, K, V), rtol=1e-10, atol=1e-12)
