@@ -1,0 +1,36 @@
+"""Tampering with the grader is flagged; ordinary solutions are not."""
+
+from __future__ import annotations
+
+import pytest
+
+from autograder.integrity import scan_cells, scan_source
+
+
+@pytest.mark.parametrize("source, reason", [
+    ("import autograder.bank\nautograder.bank.run_check = lambda *a, **k: None", "导入了评分程序"),
+    ("np.allclose = lambda *a, **k: True", "np.allclose"),
+    ("numpy.testing.assert_allclose = print", "numpy.testing.assert_allclose"),
+    ("setattr(np, 'isclose', lambda *a: True)", "setattr on np"),
+    ("def run_check(*a, **k):\n    pass\nrun_check = run_check", "run_check"),
+    ("import sys\nsys.modules['autograder'] = None", "sys.modules"),
+    ("import os\nos._exit(0)", "os._exit"),
+    ("from nbgrader import utils", "导入了评分程序"),
+])
+def test_tampering_is_flagged(source, reason):
+    assert any(reason in r for r in scan_source(source))
+
+
+@pytest.mark.parametrize("source", [
+    "def softmax(z, axis=-1):\n    e = np.exp(z - z.max(axis=axis, keepdims=True))\n    return e / e.sum(axis=axis, keepdims=True)",
+    "import numpy as np\nimport sympy as sp\nc = sp.Symbol('c')\nx = np.eye(2)\nx[0, 0] = 3",
+    "%matplotlib inline\nimport matplotlib.pyplot as plt",
+    "def broken(:\n    pass",
+])
+def test_ordinary_code_is_not_flagged(source):
+    assert scan_source(source) == []
+
+
+def test_reasons_are_collected_once_across_cells():
+    cells = ["np.allclose = None", "np.allclose = None", "import os\nos._exit(1)"]
+    assert len(scan_cells(cells)) == 2
