@@ -1,0 +1,253 @@
+"""q4_single_token's checks on the source solution, its alternatives and its mistakes."""
+
+from __future__ import annotations
+
+import nbformat
+import numpy as np
+import pytest
+import sympy as sp
+from helpers import ROOT, hidden_calls, solution_namespace
+
+from autograder.bank import Context, checks_for, get_check, q4, run_check
+from autograder.compare import CheckFailed
+from autograder.misconceptions import CATALOG
+from autograder.notebooks import strip_markers
+
+A = "q4_single_token"
+CALLS = hidden_calls(A)
+SAMPLES = [None, *q4.ALTERNATIVES, *q4.MISTAKES]
+S = sp.Symbol("s")
+
+
+def _grade(ns) -> dict[str, str | None]:
+    """Grade cell id -> None when its check passes, else the failure message."""
+    verdicts = {}
+    for cell, (name, keywords) in CALLS.items():
+        try:
+            run_check(name, **{k: getattr(ns, k) for k in keywords})
+            verdicts[cell] = None
+        except CheckFailed as err:
+            verdicts[cell] = str(err)
+    return verdicts
+
+
+@pytest.fixture(scope="module")
+def solution():
+    return solution_namespace(A)
+
+
+def _fails(name: str, match: str | None = None, **values) -> str:
+    with pytest.raises(CheckFailed, match=match) as err:
+        run_check(name, **values)
+    return str(err.value)
+
+
+# ------------------------------------------------------------------ the sample class
+
+
+def test_every_check_has_a_grade_cell():
+    assert {name for name, _ in CALLS.values()} == {c.name for c in checks_for(A)}
+
+
+def test_source_notebook_runs_top_to_bottom_with_its_tests():
+    """Every test cell, visible asserts and hidden check, passes where it stands."""
+    nb = nbformat.read(ROOT / "source" / A / f"{A}.ipynb", as_version=4)
+    env: dict = {"__name__": "__student__"}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "plt." not in cell.source:
+            exec(compile(strip_markers(cell.source), f"<{A}>", "exec"), env)
+
+
+def test_source_solution_passes_every_check(solution):
+    assert _grade(solution) == dict.fromkeys(CALLS)
+
+
+@pytest.mark.parametrize("variant", q4.ALTERNATIVES, ids=lambda v: v.name)
+def test_alternative_passes_every_check(variant):
+    assert _grade(solution_namespace(A, variant)) == dict.fromkeys(CALLS)
+
+
+@pytest.mark.parametrize("variant", q4.MISTAKES, ids=lambda v: v.name)
+def test_mistake_fails_exactly_its_cells_and_is_named(variant):
+    verdicts = _grade(solution_namespace(A, variant))
+    assert {cell for cell, message in verdicts.items() if message} == set(variant.loses)
+    text = "\n".join(m for m in verdicts.values() if m)
+    for label in variant.feedback:
+        assert label in text
+
+
+def test_every_named_misconception_has_a_mistake():
+    labels = {label for v in q4.MISTAKES for label in v.feedback}
+    assert labels == {CATALOG[k].label for k in
+                      ("output_is_x", "q_as_v", "raw_scores", "naive_softmax_overflow")}
+
+
+@pytest.mark.parametrize("variant", SAMPLES, ids=lambda v: v.name if v else "perfect")
+def test_checks_write_nothing_to_stderr(variant, capfd):
+    _grade(solution_namespace(A, variant))
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("variant", SAMPLES, ids=lambda v: v.name if v else "perfect")
+def test_same_seed_same_verdict(variant, monkeypatch):
+    ns = solution_namespace(A, variant)
+    monkeypatch.setenv("AUTOGRADER_STUDENT", "student-42")
+    first = _grade(ns)
+    assert _grade(ns) == first
+    monkeypatch.setenv("AUTOGRADER_STUDENT", "student-43")
+    assert {c: m is None for c, m in _grade(ns).items()} == {c: m is None for c, m in first.items()}
+
+
+def test_explicit_seed_gives_identical_messages(solution):
+    wrong = solution_namespace(A, q4.MISTAKES[2])  # raw score returned as the weight
+    chk = get_check("q4.attention_output")
+    messages = []
+    for _ in range(2):
+        with pytest.raises(CheckFailed) as err:
+            chk.func(Context(chk.name, seed=7), single_token_attention=wrong.single_token_attention)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]
+
+
+# ------------------------------------------------------------------ wrong kinds
+
+
+@pytest.mark.parametrize("bad", [None, "single_token_attention"], ids=["None", "string"])
+@pytest.mark.parametrize("cell", sorted(CALLS))
+def test_wrong_kind_is_a_clear_check_failure(cell, bad):
+    name, keywords = CALLS[cell]
+    message = _fails(name, **dict.fromkeys(keywords, bad))
+    assert message.startswith(get_check(name).title)
+    assert "检查时出错" not in message and "Traceback" not in message
+
+
+@pytest.mark.parametrize("returned, words", [(None, "None"), ("1.0", "数值数组")])
+@pytest.mark.parametrize("name, keyword", [
+    ("q4.weights", "single_token_weights"),
+    ("q4.attention_output", "single_token_attention"),
+    ("q4.linear_map", "equivalent_linear_map"),
+])
+def test_functions_returning_wrong_kinds_are_explained(name, keyword, returned, words):
+    _fails(name, words, **{keyword: lambda *args: returned})
+
+
+def test_student_exception_is_reported_in_chinese():
+    def broken(x, W_q, W_k):
+        raise ValueError("shapes not aligned")
+
+    _fails("q4.weights", "运行出错：ValueError", single_token_weights=broken)
+
+
+# ------------------------------------------------------------------ behaviours
+
+
+def test_weights_must_be_a_one_by_one_array():
+    _fails("q4.weights", "1×1", single_token_weights=lambda x, W_q, W_k: 1.0)
+
+
+def test_weights_exp_without_normalising_is_named():
+    def exp_only(x, W_q, W_k):
+        x = np.atleast_2d(x)
+        return np.exp((x @ W_q) @ (x @ W_k).T / np.sqrt(W_k.shape[1]))
+
+    _fails("q4.weights", CATALOG["exp_without_normalising"].label, single_token_weights=exp_only)
+
+
+def test_weights_extreme_names_overflow_in_the_output_too(solution):
+    def naive_output(x, W_q, W_k, W_v):
+        x = np.atleast_2d(x)
+        e = np.exp((x @ W_q) @ (x @ W_k).T / np.sqrt(W_k.shape[1]))
+        return (e / e.sum()) @ (x @ W_v)
+
+    _fails("q4.weights_extreme", CATALOG["naive_softmax_overflow"].label,
+           single_token_weights=solution.single_token_weights, single_token_attention=naive_output)
+
+
+def test_hard_coded_hand_example_earns_nothing_for_the_function(solution):
+    run_check("q4.hand_example", hand_weight=np.array([[1.0]]), hand_output=np.array([[2.0, 0.0]]))
+    _fails("q4.attention_output", single_token_attention=lambda *args: np.array([[2.0, 0.0]]))
+
+
+def test_input_shapes_rejects_a_flat_output_for_flat_x(solution):
+    def flat(x, W_q, W_k, W_v):
+        return np.asarray(x) @ W_v
+
+    _fails("q4.input_shapes", r"\(1, d_v\)", single_token_weights=solution.single_token_weights,
+           single_token_attention=flat)
+
+
+def test_qk_invariance_does_not_judge_values():
+    """Forgetting W_v is the output cell's business: the output still ignores W_q and W_k."""
+    run_check("q4.qk_invariance", single_token_attention=lambda x, W_q, W_k, W_v: np.atleast_2d(x))
+
+
+@pytest.mark.parametrize("wrong, label", [
+    (lambda W_q, W_k, W_v: np.asarray(W_v).T, "等价线性映射被转置"),
+    (lambda W_q, W_k, W_v: np.eye(len(W_v)), "忘了乘 W_v"),
+    (lambda W_q, W_k, W_v: np.asarray(W_q), "把 Q 当成了 V"),
+])
+def test_linear_map_mistakes_are_named(wrong, label):
+    _fails("q4.linear_map", label, equivalent_linear_map=wrong)
+
+
+@pytest.mark.parametrize("value, words", [
+    (False, "以为 n = 1 时输出依赖 W_q、W_k"), ("True", "布尔值"), (1, "布尔值"),
+])
+def test_independent_of_qk_wrong_answers_are_explained(value, words):
+    _fails("q4.independent_of_qk", words, output_independent_of_qk=value)
+
+
+@pytest.mark.parametrize("form", [
+    1, sp.Integer(1), sp.exp(S) / sp.exp(S), sp.Matrix([[1]]),
+    sp.exp(sp.Symbol("s", real=True)) / sp.Add(sp.exp(sp.Symbol("s", real=True))),
+    sp.Mul(sp.exp(S), sp.Pow(sp.exp(S), -1), evaluate=False),
+    (sp.cosh(S) + sp.sinh(S)) / sp.exp(S),
+])
+def test_softmax_symbolic_accepts_any_equivalent_form(form):
+    run_check("q4.softmax_symbolic", softmax_single_symbolic=form)
+
+
+@pytest.mark.parametrize("form, words", [
+    (S, CATALOG["raw_scores"].label), (sp.exp(S), CATALOG["exp_without_normalising"].label),
+    (1.0, "浮点数"), (sp.Rational(1, 2), "不等价"), (sp.Symbol("t"), "未预期的符号"),
+])
+def test_softmax_symbolic_wrong_answers_are_explained(form, words):
+    _fails("q4.softmax_symbolic", words, softmax_single_symbolic=form)
+
+
+def _symbolic_inputs():
+    x = sp.Matrix([sp.symbols("x1 x2")])
+    W = {w: sp.Matrix(2, 2, sp.symbols(f"{w}11 {w}12 {w}21 {w}22")) for w in "qkv"}
+    return x, W
+
+
+@pytest.mark.parametrize("make", [
+    lambda x, W: sp.zeros(1, 2),
+    lambda x, W: sp.zeros(2, 1),
+    lambda x, W: (sp.sin(x[0]) ** 2 + sp.cos(x[0]) ** 2 - 1) * x * W["v"],
+    lambda x, W: [[0, 0]],
+])
+def test_residual_symbolic_accepts_any_form_of_zero(make):
+    x, W = _symbolic_inputs()
+    run_check("q4.residual_symbolic", symbolic_single_token_residual=make(x, W))
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda x, W: x - x * W["v"], CATALOG["output_is_x"].label),
+    (lambda x, W: x * W["q"] - x * W["v"], CATALOG["q_as_v"].label),
+    (lambda x, W: ((x * W["q"] * (x * W["k"]).T)[0, 0] / sp.sqrt(2) - 1) * x * W["v"],
+     CATALOG["raw_scores"].label),
+    (lambda x, W: sp.zeros(2, 2), "形状"),
+    (lambda x, W: sp.Matrix([[0.0, 0]]), "浮点数"),
+])
+def test_residual_symbolic_wrong_answers_are_explained(make, words):
+    x, W = _symbolic_inputs()
+    _fails("q4.residual_symbolic", words, symbolic_single_token_residual=make(x, W))
+
+
+def test_residual_symbols_are_matched_by_name():
+    x = sp.Matrix([sp.symbols("x1 x2", real=True)])
+    W_v = sp.Matrix(2, 2, sp.symbols("v11 v12 v21 v22", positive=True))
+    run_check("q4.residual_symbolic", symbolic_single_token_residual=x * W_v - x * W_v)
+    _fails("q4.residual_symbolic", CATALOG["output_is_x"].label,
+           symbolic_single_token_residual=x - x * W_v)
