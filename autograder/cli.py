@@ -7,6 +7,8 @@ Python API, so the CLI and the API cannot drift apart.
 from __future__ import annotations
 
 import sys
+import time
+from pathlib import Path
 
 import click
 
@@ -33,6 +35,235 @@ def main() -> None:
     Students: `autograder check NOTEBOOK`. Instructors: `autograder build`, `autograder
     grade`. Everyone: `autograder demo` runs the whole pipeline on a sample class.
     """
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _bar(console):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=False)
+
+
+def _spinner(console):
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                    console=console, transient=True)
+
+
+# ------------------------------------------------------------------ build
+
+
+@main.command("build")
+@click.option("--check", "check_only", is_flag=True,
+              help="Regenerate into a temporary folder and fail if the committed views differ.")
+@click.option("--timeout", type=float, default=120, show_default=True,
+              help="Seconds per cell when executing the answer keys.")
+def build_cmd(check_only: bool, timeout: float) -> None:
+    """Regenerate release/, solutions/ and exercises/ from source/.
+
+    release/ comes from nbgrader generate_assignment, solutions/ are the executed answer
+    keys, exercises/ the student notebooks with a self-check cell after each test.
+    """
+    from . import build as b
+
+    console = _console()
+    with _spinner(console) as bar:
+        task = bar.add_task("building views", total=None)
+        step = lambda msg: bar.update(task, description=f"building views: {msg}")  # noqa: E731
+        if check_only:
+            stale = b.check(progress=step, timeout=timeout)
+        else:
+            written = b.build(progress=step, timeout=timeout)
+    if check_only:
+        if stale:
+            for rel in stale:
+                click.echo(f"stale: {rel}", err=True)
+            click.echo(f"error: {len(stale)} generated notebook(s) differ from source/: "
+                       "run `autograder build` and commit the result", err=True)
+            sys.exit(1)
+        console.print("✅ release/, solutions/ and exercises/ are up to date with source/")
+        return
+    for rel in written:
+        console.print(f"wrote {rel}")
+    console.print(f"views up to date ({len(written)} file(s) changed)")
+
+
+# ------------------------------------------------------------------ grade
+
+
+def _summary(console, results, title: str, expect=None) -> None:
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False)
+    table.add_column("student")
+    table.add_column("assignment")
+    table.add_column("auto", justify="right")
+    table.add_column("lost cells")
+    if expect is not None:
+        table.add_column("as expected", justify="center")
+    table.add_column("status / reason")
+    for r in results:
+        lost = ", ".join(c.removeprefix("test_") for c in r.lost) if r.status != "failed" else "—"
+        row = [r.student, r.assignment, f"{r.auto_score:g}/{r.auto_max:g}", lost]
+        if expect is not None:
+            row.append("✅" if expect(r) else "❌")
+        row.append(r.status if not r.reason else f"{r.status}: {r.reason}")
+        table.add_row(*row)
+    console.print(table)
+
+
+@main.command("grade")
+@click.argument("submissions", type=click.Path(path_type=Path))
+@click.option("--assignment", "assignment", default=None,
+              help="Grade only this assignment (default: every assignment found).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Submissions graded in parallel (default: number of CPUs).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
+              help="Wall-clock seconds per submission before it is stopped.")
+@click.option("--cell-timeout", type=click.IntRange(min=1), default=60, show_default=True,
+              help="Seconds per cell before nbgrader interrupts it (the rest still runs).")
+@click.option("--out", "out", type=click.Path(path_type=Path), default=Path("grades"),
+              show_default=True, help="Folder for scores.csv, scores.json and feedback/.")
+def grade_cmd(submissions: Path, assignment: str | None, jobs: int | None, timeout: float,
+              cell_timeout: int, out: Path) -> None:
+    """Grade SUBMISSIONS (nbgrader's submitted/<student>/<assignment>/<assignment>.ipynb).
+
+    Each submission runs through nbgrader autograde and generate_feedback in its own
+    temporary course; a broken one gets its row with the reason and never stops the
+    batch. Exit code 0 when the batch ran, whatever the scores.
+    """
+    from . import grade as g
+
+    console = _console()
+    subs = g.find_submissions(submissions, assignment)  # bad input fails before any work
+    started = time.monotonic()
+    with _bar(console) as bar:
+        task = bar.add_task("preparing gradebook", total=len(subs))
+
+        def progress(done: int, total: int, what: str) -> None:
+            bar.update(task, completed=done, total=total,
+                       description=f"grading {what}" if what else "grading")
+
+        results = g.grade(submissions=submissions, out=out, assignment=assignment, jobs=jobs,
+                          timeout=timeout, cell_timeout=cell_timeout, progress=progress)
+    seconds = time.monotonic() - started
+    _summary(console, results, f"{len(results)} submission(s) graded in {seconds:.0f} s")
+    console.print(f"scores: {out / 'scores.csv'}, {out / 'scores.json'}; "
+                  f"feedback: {out / 'feedback'}")
+
+
+# ------------------------------------------------------------------ check
+
+
+@main.command("check")
+@click.argument("notebook", type=click.Path(path_type=Path))
+@click.option("--assignment", default=None,
+              help="The assignment id (default: from the file name or the notebook's cells).")
+@click.option("--timeout", type=click.IntRange(min=1), default=60, show_default=True,
+              help="Seconds per cell before it is interrupted.")
+def check_cmd(notebook: Path, assignment: str | None, timeout: int) -> None:
+    """Run your NOTEBOOK and every check of its assignment; print a report in Chinese.
+
+    Exit code 0 only when every check passes (nbgrader validate exits 0 on failures).
+    """
+    from .selfcheck import self_check_notebook
+
+    console = _console()
+    with _spinner(console) as bar:
+        bar.add_task(f"运行 {notebook.name} 与全部检查 / running your notebook and the checks",
+                     total=None)
+        outcomes = self_check_notebook(notebook=notebook, assignment=assignment,
+                                       timeout=timeout)
+    passed = sum(o.passed for o in outcomes)
+    console.print(f"[bold]{notebook.name}：自我检查报告[/bold]")
+    for o in outcomes:
+        if o.passed:
+            console.print(f"✅ {o.cell}：{o.title}")
+        else:
+            console.print(f"❌ {o.cell}：{o.title}")
+            for line in o.message.splitlines():
+                console.print(f"    {line}", markup=False)
+    console.print(f"通过 {passed}/{len(outcomes)} 项检查 / {passed} of {len(outcomes)} checks "
+                  "passed (written answers are graded by hand)")
+    if passed < len(outcomes):
+        sys.exit(1)
+
+
+# ------------------------------------------------------------------ demo
+
+
+@main.command("demo")
+@click.option("--dir", "folder", type=click.Path(path_type=Path), default=None,
+              help="An empty folder for the demo course (default: a new temporary folder).")
+@click.option("--alternatives", is_flag=True,
+              help="Also grade the correct alternative implementations of each assignment.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Submissions graded in parallel (default: number of CPUs).")
+def demo_cmd(folder: Path | None, alternatives: bool, jobs: int | None) -> None:
+    """Generate, grade and check a sample class for every assignment (repository untouched).
+
+    Perfect student: full automatic marks; blank: 0; each mistaken student loses exactly
+    the cells of its mistake, which the last-but-one column confirms.
+    """
+    from .demo import demo
+
+    console = _console()
+    started = time.monotonic()
+    with _bar(console) as bar:
+        task = bar.add_task("preparing course", total=None)
+
+        def progress(done: int, total: int, what: str) -> None:
+            bar.update(task, completed=done, total=total,
+                       description=f"grading {what}" if what else "grading")
+
+        result = demo(folder=folder, alternatives=alternatives, jobs=jobs, progress=progress,
+                      on_step=lambda msg: bar.update(task, description=msg))
+    seconds = time.monotonic() - started
+    _summary(console, result.results, f"sample class graded in {seconds:.0f} s",
+             expect=result.verdict)
+    _per_question(console, result)
+    out = result.folder / "results"
+    console.print(f"course: {result.folder}\nscores: {out / 'scores.csv'}\n"
+                  f"feedback: {out / 'feedback'}/<student>/<assignment>/<assignment>.html")
+    if not result.ok:
+        click.echo("error: some sample students did not score as their mistakes predict "
+                   "(❌ rows above): fix the bank's Variant.loses or the checks", err=True)
+        sys.exit(1)
+    console.print("✅ every sample student scored exactly as expected")
+
+
+def _per_question(console, result) -> None:
+    """One table per assignment: students × grade cells."""
+    from rich.table import Table
+
+    by_assignment: dict[str, list] = {}
+    for r in result.results:
+        by_assignment.setdefault(r.assignment, []).append(r)
+    for a, rows in by_assignment.items():
+        cells = [c for c in rows[0].max_scores if c not in rows[0].manual]
+        table = Table(title=f"{a}: per-question automatic scores")
+        table.add_column("student")
+        for c in cells:
+            table.add_column(f"{c.removeprefix('test_')}\n/{rows[0].max_scores[c]:g}",
+                             justify="right")
+        table.add_column("total", justify="right")
+        table.add_column("ok", justify="center")
+        for r in rows:
+            marks = []
+            for c in cells:
+                s = r.cells.get(c)
+                text = "·" if s is None else f"{s:g}"
+                marks.append(f"[red]{text}[/red]" if (s or 0) < r.max_scores[c] else text)
+            table.add_row(r.student, *marks, f"{r.auto_score:g}/{r.auto_max:g}",
+                          "✅" if result.verdict(r) else "❌")
+        console.print(table)
 
 
 @main.command("hand-example")

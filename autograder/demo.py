@@ -1,0 +1,109 @@
+"""``autograder demo``: the whole pipeline on a sample class, in a temporary course.
+
+For every assignment with a source notebook: nbgrader's ``generate_assignment``, a
+sample class (the source's own solution, a blank submission, one student per named
+mistake of the bank and, on request, the correct alternatives), grading through the
+same code path as ``autograder grade``, and a comparison of each student's lost cells
+with what the bank says that mistake must lose. The repository is only read.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .build import present_assignments
+from .course import CourseError, find_root, source_notebook
+from .grade import (
+    DEFAULT_CELL_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    Result,
+    default_jobs,
+    find_submissions,
+    grade_prepared,
+    prepare,
+)
+
+__all__ = ["Expectation", "DemoResult", "demo"]
+
+
+@dataclass
+class Expectation:
+    """What a sample student must score: the cells it loses and the labels its feedback names."""
+
+    student: str
+    assignment: str
+    description: str
+    loses: frozenset[str] | None  # None: every autograded cell (the blank submission)
+    feedback: tuple[str, ...] = ()
+
+
+@dataclass
+class DemoResult:
+    folder: Path
+    results: list[Result]
+    expectations: dict[tuple[str, str], Expectation]
+
+    def verdict(self, result: Result) -> bool:
+        """The student lost exactly the expected cells and its feedback names its mistake."""
+        exp = self.expectations[(result.student, result.assignment)]
+        if result.status == "failed":
+            return False
+        auto = [c for c in result.max_scores if c not in result.manual]
+        want = set(auto) if exp.loses is None else set(exp.loses)
+        if set(result.lost) != want:
+            return False
+        if exp.feedback and result.feedback:
+            html = (self.folder / "results" / result.feedback).read_text(encoding="utf-8")
+            return all(label in html for label in exp.feedback)
+        return True
+
+    @property
+    def ok(self) -> bool:
+        return all(self.verdict(r) for r in self.results)
+
+
+def demo(*, folder: Path | None = None, alternatives: bool = False, jobs: int | None = None,
+         timeout: float = DEFAULT_TIMEOUT, root: Path | None = None,
+         progress: Callable[[int, int, str], None] | None = None,
+         on_step: Callable[[str], None] | None = None) -> DemoResult:
+    """Build a course in ``folder`` (default: a new temporary folder), grade its sample class.
+
+    The outputs (``results/scores.csv``, ``results/feedback/...``) stay in the folder.
+    """
+    from .samples import sample_class, write_class
+
+    say = on_step or (lambda _msg: None)
+    root = find_root(root)
+    assignments = present_assignments(root)
+    if not assignments:
+        raise CourseError(f"no source notebooks under {root / 'source'}: nothing to demonstrate")
+    if folder is None:
+        folder = Path(tempfile.mkdtemp(prefix="autograder-demo-"))
+    folder = Path(folder).resolve()
+    if folder == root or root in folder.parents:
+        raise CourseError(f"{folder} is inside the repository: choose a folder outside it "
+                          "(the demo leaves the repository untouched)")
+    if folder.exists() and any(folder.iterdir()):
+        raise CourseError(f"{folder} is not empty: give a new or empty folder for the demo")
+    say(f"generate_assignment: {', '.join(assignments)}")
+    course = prepare(folder, root, assignments)
+    expectations: dict[tuple[str, str], Expectation] = {}
+    for a in assignments:
+        students = sample_class(a, with_alternatives=alternatives)
+        write_class(course, source_notebook(root, a), a, students)
+        for student, variant in students.items():
+            if variant is None:
+                expectations[(student, a)] = Expectation(student, a, "空白提交（未作答）", None)
+            else:
+                expectations[(student, a)] = Expectation(student, a, variant.description,
+                                                         frozenset(variant.loses),
+                                                         tuple(variant.feedback))
+    subs = find_submissions(course / "submitted")
+    say(f"grading {len(subs)} notebooks")
+    results = grade_prepared(subs, course, course / "results", jobs=jobs or default_jobs(),
+                             timeout=timeout, cell_timeout=DEFAULT_CELL_TIMEOUT,
+                             progress=progress)
+    return DemoResult(folder, results, expectations)
