@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import signal
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
@@ -28,7 +29,11 @@ class TimeLimit(Exception):
 
 @contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
-    """Interrupt the block after ``seconds`` (main thread on Unix only; elsewhere no limit)."""
+    """Interrupt the block after ``seconds`` (main thread on Unix only; elsewhere no limit).
+
+    Limits nest: an inner limit never outlives an outer one, and on leaving it the outer
+    limit is re-armed with the time it had left.
+    """
     usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not usable or seconds <= 0:
         yield
@@ -37,13 +42,18 @@ def time_limit(seconds: float) -> Iterator[None]:
     def on_alarm(signum: int, frame: object) -> None:
         raise TimeLimit()
 
+    outer_left = signal.getitimer(signal.ITIMER_REAL)[0]
+    started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, min(seconds, outer_left) if outer_left else seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer_left:
+            left = outer_left - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3))
 
 
 def _has_float(expr: sp.Basic) -> bool:

@@ -84,3 +84,18 @@ def test_matrix_entry_mismatch_names_the_entry():
 def test_is_equivalent_proves_difference_numerically():
     assert not is_equivalent(sp.sin(D) ** 2, 1 - sp.cos(D) ** 2 + D / 10**9)
     assert is_equivalent(sp.sin(D) ** 2, 1 - sp.cos(D) ** 2)
+
+
+def test_inner_time_limit_keeps_the_outer_one():
+    import time
+
+    from autograder.symbolic import TimeLimit, time_limit
+
+    started = time.monotonic()
+    with pytest.raises(TimeLimit):
+        with time_limit(0.5):
+            with time_limit(5):
+                pass
+            while time.monotonic() - started < 3:
+                pass
+    assert time.monotonic() - started < 2
