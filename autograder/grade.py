@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
@@ -248,9 +249,73 @@ def _kill_tree(pid: int) -> None:
     psutil.wait_procs(procs, timeout=5)
 
 
+class _Worker:
+    """A long-lived ``python -m autograder.grade --serve`` process.
+
+    It imports nbgrader once (seconds saved per submission) and grades one submission
+    at a time, each in its own course folder with its own kernel: the student's code
+    never runs in the worker. A worker that overruns the wall-clock limit or dies is
+    killed with its kernel and replaced by a fresh one.
+    """
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+
+    def _start(self) -> subprocess.Popen:
+        env = {**os.environ, "PYTHONWARNINGS": "ignore",
+               "PATH": os.pathsep.join([str(Path(sys.executable).parent),
+                                        os.environ.get("PATH", "")])}
+        return subprocess.Popen([sys.executable, "-m", "autograder.grade", "--serve"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
+
+    def run(self, task: dict, timeout: float) -> tuple[str, str]:
+        """("done" | "timeout" | "died", text): the task's outcome is in its result.json."""
+        import select
+
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = self._start()
+        token = f"{time.monotonic_ns()}"
+        try:
+            self.proc.stdin.write(json.dumps({**task, "token": token}) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self.stop()
+            return "died", "the grading worker could not be started"
+        deadline = time.monotonic() + timeout
+        seen = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.stop()
+                return "timeout", ""
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if not ready:
+                continue
+            line = self.proc.stdout.readline()
+            if not line:  # the worker died
+                self.stop()
+                return "died", "".join(seen)
+            if line.strip() == f"DONE {token}":
+                return "done", "".join(seen)
+            seen.append(line)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                _kill_tree(self.proc.pid)
+            for stream in (self.proc.stdin, self.proc.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+            self.proc.wait()
+            self.proc = None
+
+
 def _grade_one(sub: Submission, prepared: Path, work: Path, feedback_dir: Path,
                cells: dict[str, tuple[float, bool]], timeout: float,
-               cell_timeout: int) -> Result:
+               cell_timeout: int, workers) -> Result:
     started = time.monotonic()
     a, student = sub.assignment, sub.student
     result = Result(student, a)
@@ -266,25 +331,21 @@ def _grade_one(sub: Submission, prepared: Path, work: Path, feedback_dir: Path,
         shutil.copy(prepared / "nbgrader_config.py", course / "nbgrader_config.py")
         shutil.copy(prepared / "gradebook.db", course / "gradebook.db")
         shutil.copytree(prepared / "source" / a, course / "source" / a)
-        cmd = [sys.executable, "-m", "autograder.grade", str(course), a, student,
-               str(int(cell_timeout))]
-        env = {**os.environ, "PYTHONWARNINGS": "ignore",
-               "PATH": os.pathsep.join([str(Path(sys.executable).parent),
-                                        os.environ.get("PATH", "")])}
-        proc = subprocess.Popen(cmd, cwd=course, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
+        task = {"course": str(course), "assignment": a, "student": student,
+                "cell_timeout": int(cell_timeout)}
+        worker = workers.get()
         try:
-            log, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_tree(proc.pid)
-            proc.communicate()
+            status, log = worker.run(task, timeout)
+        finally:
+            workers.put(worker)
+        if status == "timeout":
             result.add_reason(f"评分超过 {timeout:g} 秒的时限被停止（死循环或运行太慢？）",
                               f"grading exceeded the {timeout:g} s wall-clock limit and was stopped")
             return result
         outcome_file = course / "result.json"
         outcome = json.loads(outcome_file.read_text()) if outcome_file.is_file() else None
         if outcome is None or not outcome.get("success"):
-            text = json.dumps(outcome) if outcome else (log or "")
+            text = json.dumps(outcome) if outcome else (log or "the grading worker died")
             if "DeadKernel" in text or "Kernel died" in text or "kernel died" in text:
                 result.add_reason("运行中内核退出（如 os._exit、exit() 或内存耗尽），无法评分",
                                   "the kernel died while running the notebook "
@@ -365,16 +426,25 @@ def grade_prepared(subs: list[Submission], prepared: Path, out: Path, *, jobs: i
         done = len(subs) - len(pending)
         if progress:
             progress(done, len(subs), "")
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = {pool.submit(_grade_one, subs[i], prepared, work, feedback_dir,
-                                   cell_info[subs[i].assignment], timeout, cell_timeout): i
-                       for i in pending}
-            for fut in as_completed(futures):
-                i = futures[fut]
-                results[i] = fut.result()
-                done += 1
-                if progress:
-                    progress(done, len(subs), f"{subs[i].student}/{subs[i].assignment}")
+        jobs = max(1, min(jobs, len(pending) or 1))
+        workers: queue.Queue[_Worker] = queue.Queue()
+        for _ in range(jobs):
+            workers.put(_Worker())
+        try:
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                futures = {pool.submit(_grade_one, subs[i], prepared, work, feedback_dir,
+                                       cell_info[subs[i].assignment], timeout, cell_timeout,
+                                       workers): i
+                           for i in pending}
+                for fut in as_completed(futures):
+                    i = futures[fut]
+                    results[i] = fut.result()
+                    done += 1
+                    if progress:
+                        progress(done, len(subs), f"{subs[i].student}/{subs[i].assignment}")
+        finally:
+            while not workers.empty():
+                workers.get().stop()
         final = [r for r in results if r is not None]
         write_outputs(final, staging / "out")
         _move_into(staging / "out", out)
@@ -470,8 +540,8 @@ def default_jobs() -> int:
 # ------------------------------------------------------------------ the worker
 
 
-def _worker(course: Path, assignment: str, student: str, cell_timeout: int) -> int:
-    """Runs in the subprocess: autograde + feedback in ``course``, scores to result.json."""
+def _worker(course: Path, assignment: str, student: str, cell_timeout: int) -> None:
+    """Autograde + feedback in ``course`` (in this process), scores to result.json."""
     os.chdir(course)
     import nbformat
     from nbgrader.apps import NbGraderAPI
@@ -499,25 +569,45 @@ def _worker(course: Path, assignment: str, student: str, cell_timeout: int) -> i
             timeouts = []
             if graded.is_file():
                 nb = nbformat.read(str(graded), as_version=4)
-                for cell in nb.cells:
+                for index, cell in enumerate(nb.cells):
                     for output in cell.get("outputs", []):
                         if output.get("ename") == "CellTimeoutError":
                             gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-                            timeouts.append(gid or f"cell {nb.cells.index(cell) + 1}")
+                            timeouts.append(gid or f"cell {index + 1}")
             fb = api.generate_feedback(assignment, student, force=True)
             outcome = {"success": True, "feedback": bool(fb.get("success")),
                        "timeouts": timeouts,
                        "cells": [{"cell": c.cell, "score": c.score, "max": c.max_score,
                                   "manual": c.manual}
                                  for c in read_scores(course, assignment, student)]}
-    except BaseException as err:  # noqa: BLE001 - report whatever happened
+    except Exception as err:  # report whatever happened
         import traceback
 
         outcome = {"success": False, "error": traceback.format_exc()[-4000:],
                    "kind": type(err).__name__}
     (course / "result.json").write_text(json.dumps(outcome))
+
+
+def _serve() -> int:
+    """The worker loop: one JSON task per stdin line, ``DONE <token>`` when it is graded."""
+    import logging
+
+    import nbgrader.apps  # noqa: F401 - the slow import, once per worker
+
+    logging.disable(logging.WARNING)
+    home = os.getcwd()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        task = json.loads(line)
+        try:
+            _worker(Path(task["course"]), task["assignment"], task["student"],
+                    int(task["cell_timeout"]))
+        finally:
+            os.chdir(home)
+        print(f"DONE {task['token']}", flush=True)
     return 0
 
 
 if __name__ == "__main__":  # pragma: no cover - the worker subprocess
-    sys.exit(_worker(Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])))
+    sys.exit(_serve())

@@ -1,0 +1,47 @@
+"""Helpers for the pipeline tests: a throwaway copy of the course with one assignment."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nbformat
+
+from autograder.course import new_course
+from autograder.samples import sample_class, write_class
+
+ROOT = Path(__file__).resolve().parent.parent
+A = "q1_value_scaling"
+
+
+def mini_repo(folder: Path, assignments: tuple[str, ...] = (A,)) -> Path:
+    """``folder`` as a course checkout holding only ``assignments`` (source and views)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "nbgrader_config.py", folder / "nbgrader_config.py")
+    for top in ("source", "release", "solutions", "exercises"):
+        for a in assignments:
+            if (ROOT / top / a).is_dir():
+                shutil.copytree(ROOT / top / a, folder / top / a)
+    (folder / "docs").mkdir(exist_ok=True)
+    return folder
+
+
+def sample_submissions(course: Path, students: tuple[str, ...]) -> dict:
+    """Write the named sample students of :data:`A` into ``course/submitted``."""
+    everyone = sample_class(A, with_alternatives=True)
+    chosen = {s: everyone[s] for s in students}
+    write_class(course, ROOT / "source" / A / f"{A}.ipynb", A, chosen)
+    return chosen
+
+
+def prepared_course(folder: Path) -> Path:
+    return new_course(folder, ROOT, [A])
+
+
+def read_nb(path: Path):
+    return nbformat.read(str(path), as_version=4)
+
+
+def write_nb(nb, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))

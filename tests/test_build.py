@@ -1,0 +1,96 @@
+"""``autograder build``: the generated views and ``--check``."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+import pytest
+from click.testing import CliRunner
+from pipeline_helpers import ROOT, A, mini_repo, read_nb
+
+from autograder import notebooks as nbs
+from autograder.build import HEADER_ID, build, normalise, present_assignments
+from autograder.cli import main
+
+VIEWS = ("release", "solutions", "exercises")
+
+
+def _committed(view: str):
+    return [(a, read_nb(ROOT / view / a / f"{a}.ipynb")) for a in present_assignments(ROOT)
+            if (ROOT / view / a / f"{a}.ipynb").is_file()]
+
+
+def _solution_lines(assignment: str) -> list[str]:
+    """Substantive lines of the source's solution regions (what students must not see)."""
+    lines = []
+    for cell in read_nb(ROOT / "source" / assignment / f"{assignment}.ipynb").cells:
+        if not nbs.is_solution_cell(cell):
+            continue
+        for region in re.findall(rf"{re.escape(nbs.SOLUTION_BEGIN)}(.*?){re.escape(nbs.SOLUTION_END)}",
+                                 cell.source, re.S):
+            lines += [ln.strip() for ln in region.splitlines() if len(ln.strip()) > 25]
+    return lines
+
+
+@pytest.mark.parametrize("view", ["release", "exercises"])
+def test_student_views_hold_no_solution_hidden_tests_or_reference(view):
+    notebooks = _committed(view)
+    assert notebooks, f"no committed {view}/ notebooks: run `autograder build`"
+    for a, nb in notebooks:
+        text = "\n".join(c.source for c in nb.cells)
+        for marker in (nbs.SOLUTION_BEGIN, nbs.HIDDEN_BEGIN, "run_check", "autograder.reference",
+                       "from autograder import reference"):
+            assert marker not in text, f"{view}/{a} contains {marker!r}"
+        for line in _solution_lines(a):
+            assert line not in text, f"{view}/{a} shows solution code: {line!r}"
+
+
+def test_answer_keys_have_solutions_outputs_and_no_hidden_tests():
+    for a, nb in _committed("solutions"):
+        text = "\n".join(c.source for c in nb.cells)
+        assert nbs.HIDDEN_BEGIN not in text and "run_check" not in text
+        assert nbs.SOLUTION_BEGIN not in text
+        assert any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), a
+
+
+def test_every_view_starts_with_the_generated_header():
+    for view in VIEWS:
+        for a, nb in _committed(view):
+            first = nb.cells[0]
+            assert first.cell_type == "markdown" and first.id == HEADER_ID
+            assert f"source/{a}/{a}.ipynb" in first.source and "请勿编辑" in first.source
+
+
+@pytest.mark.e2e
+def test_build_then_check_then_stale_after_a_one_character_edit(tmp_path):
+    repo = mini_repo(tmp_path / "repo")
+    for view in VIEWS:
+        shutil.rmtree(repo / view, ignore_errors=True)
+    written = build(root=repo)
+    assert sorted(str(p) for p in written) == sorted(f"{v}/{A}/{A}.ipynb" for v in VIEWS)
+    for view in VIEWS:  # the fresh build matches the committed views
+        fresh = read_nb(repo / view / A / f"{A}.ipynb")
+        assert normalise(fresh) == normalise(read_nb(ROOT / view / A / f"{A}.ipynb")), view
+    assert not list(repo.glob(".autograder-build-*")), "scratch folder left behind"
+
+    # --check passes on the committed views, from a subdirectory, through the CLI
+    committed = mini_repo(tmp_path / "committed")
+    runner = CliRunner()
+    old = os.getcwd()
+    os.chdir(committed / "docs")
+    try:
+        result = runner.invoke(main, ["build", "--check"])
+        assert result.exit_code == 0, result.output + result.stderr
+
+        # one character edited in a copy of the source notebook -> stale, named
+        src = committed / "source" / A / f"{A}.ipynb"
+        text = src.read_text(encoding="utf-8")
+        src.write_text(text.replace("思考题 1", "思考题 I", 1), encoding="utf-8")
+        result = runner.invoke(main, ["build", "--check"])
+        assert result.exit_code == 1
+        for view in VIEWS:
+            assert f"{view}/{A}/{A}.ipynb" in result.stderr
+    finally:
+        os.chdir(old)

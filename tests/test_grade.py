@@ -1,0 +1,177 @@
+"""``autograder grade`` through real nbgrader: broken submissions, feedback, scores.
+
+One prepared course and one graded batch are shared by the whole module.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+
+import nbformat
+import pytest
+from click.testing import CliRunner
+from pipeline_helpers import ROOT, A, prepared_course, read_nb, sample_submissions, write_nb
+
+from autograder.cli import main
+from autograder.grade import find_submissions, grade_prepared
+
+pytestmark = pytest.mark.e2e
+
+GOOD = ("perfect", "mistake-naive_softmax")
+BROKEN = ("badjson", "wrongname", "deleted", "stripped", "loop", "exit", "warning")
+
+
+def _variant(submitted, name, change):
+    nb = read_nb(submitted / "perfect" / A / f"{A}.ipynb")
+    filename = change(nb) or f"{A}.ipynb"
+    write_nb(nb, submitted / name / A / filename)
+
+
+def _insert_after(nb, grade_id, source):
+    index = next(i for i, c in enumerate(nb.cells)
+                 if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    nb.cells.insert(index + 1, nbformat.v4.new_code_cell(source))
+
+
+def _deleted(nb):
+    nb.cells = [c for c in nb.cells
+                if c.metadata.get("nbgrader", {}).get("grade_id") != "test_softmax"]
+    for c in nb.cells:
+        if c.metadata.get("nbgrader", {}).get("grade_id") == "test_attention":
+            c.metadata.nbgrader.grade_id = "test_renamed_by_student"
+
+
+def _stripped(nb):
+    for c in nb.cells:
+        c.metadata.pop("nbgrader", None)
+
+
+def _warning(nb):
+    for c in nb.cells:
+        if c.metadata.get("nbgrader", {}).get("grade_id") == "softmax_impl":
+            c.source = c.source.replace(
+                '"""数值稳定的 softmax：沿 axis 归一化，任意维数。"""',
+                '"""数值稳定的 softmax：沿 axis 归一化，任意维数。"""\n'
+                '    import warnings\n    warnings.warn("softmax: just a harmless warning")')
+            assert "warnings.warn" in c.source
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    base = tmp_path_factory.mktemp("grade")
+    course = prepared_course(base / "course")
+    sample_submissions(course, GOOD)
+    submitted = course / "submitted"
+    (submitted / "badjson" / A).mkdir(parents=True)
+    (submitted / "badjson" / A / f"{A}.ipynb").write_text('{"cells": [', encoding="utf-8")
+    _variant(submitted, "wrongname", lambda nb: "homework (1).ipynb")
+    _variant(submitted, "deleted", _deleted)
+    _variant(submitted, "stripped", _stripped)
+    _variant(submitted, "loop", lambda nb: _insert_after(nb, "softmax_impl", "while True:\n    pass"))
+    _variant(submitted, "exit", lambda nb: _insert_after(nb, "imports", "import os\nos._exit(1)"))
+    _variant(submitted, "warning", _warning)
+    out = base / "out"
+    results = grade_prepared(find_submissions(submitted), course, out, jobs=2, timeout=120,
+                             cell_timeout=5)
+    return course, out, {r.student: r for r in results}
+
+
+def test_every_submission_has_a_row(batch):
+    _course, out, results = batch
+    assert set(results) == set(GOOD) | set(BROKEN)
+    rows = list(csv.DictReader(open(out / "scores.csv", encoding="utf-8")))
+    assert sorted(r["student"] for r in rows) == sorted(results)
+    data = json.loads((out / "scores.json").read_text(encoding="utf-8"))
+    assert sorted(r["student"] for r in data) == sorted(results)
+
+
+def test_good_students_are_scored(batch):
+    _course, _out, results = batch
+    perfect, mistake = results["perfect"], results["mistake-naive_softmax"]
+    assert perfect.status == "ok" and perfect.auto_score == perfect.auto_max > 0
+    assert mistake.lost == ["test_softmax_stable"]
+
+
+@pytest.mark.parametrize("student,words", [
+    ("badjson", ["notebook", "JSON"]),
+    ("wrongname", ["文件名", "homework (1).ipynb"]),
+    ("deleted", ["test_softmax", "test_attention"]),
+    ("stripped", ["元数据", "metadata"]),
+    ("loop", ["中断", "interrupted"]),
+    ("exit", ["内核", "kernel died"]),
+])
+def test_broken_submission_gets_a_bilingual_reason(batch, student, words):
+    _course, _out, results = batch
+    result = results[student]
+    assert result.reason
+    for word in words:
+        assert word in result.reason
+
+
+def test_repaired_submissions_still_earn_their_points(batch):
+    _course, _out, results = batch
+    for student in ("wrongname", "deleted", "stripped"):
+        r = results[student]
+        assert r.status == "note" and r.auto_score == r.auto_max, (student, r.reason)
+    # the looping cell sits right after softmax: only that cell's time is lost
+    loop = results["loop"]
+    assert loop.status == "note" and loop.auto_score == loop.auto_max
+    assert results["badjson"].status == results["exit"].status == "failed"
+
+
+def test_a_warning_from_a_correct_answer_costs_nothing(batch):
+    _course, _out, results = batch
+    r = results["warning"]
+    assert r.auto_score == r.auto_max and not r.lost, r.reason
+
+
+def test_feedback_hides_the_hidden_tests(batch):
+    _course, out, results = batch
+    pages = list((out / "feedback").rglob("*.html"))
+    assert len(pages) >= 5
+    assert (out / "feedback" / "perfect" / A / f"{A}.html").is_file()
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        assert "BEGIN HIDDEN TESTS" not in html and "run_check" not in html, page
+    html = (out / "feedback" / "mistake-naive_softmax" / A / f"{A}.html").read_text("utf-8")
+    assert "softmax 数值溢出" in html
+
+
+def test_scores_are_plain_floats(batch):
+    _course, out, _results = batch
+    data = json.loads((out / "scores.json").read_text(encoding="utf-8"))
+    for row in data:
+        assert type(row["auto_score"]) is float and type(row["auto_max"]) is float
+        for value in row["cells"].values():
+            assert value is None or type(value) is float
+    rows = list(csv.DictReader(open(out / "scores.csv", encoding="utf-8")))
+    perfect = next(r for r in rows if r["student"] == "perfect")
+    assert perfect["test_softmax"] == "2.0" and float(perfect["auto_score"]) == 17.0
+    assert "np.float64" not in (out / "scores.csv").read_text(encoding="utf-8")
+
+
+def test_regrading_gives_the_same_scores(batch, tmp_path):
+    course, _out, results = batch
+    again_dir = tmp_path / "again"
+    shutil.copytree(course / "submitted" / "mistake-naive_softmax",
+                    again_dir / "mistake-naive_softmax")
+    again = grade_prepared(find_submissions(again_dir), course, tmp_path / "out", jobs=1)
+    assert again[0].cells == results["mistake-naive_softmax"].cells
+
+
+def test_cli_grade_from_a_subdirectory_exits_0_with_low_scores(batch, tmp_path):
+    course, _out, _results = batch
+    subs = tmp_path / "submitted"
+    shutil.copytree(course / "submitted" / "badjson", subs / "badjson")
+    old = os.getcwd()
+    os.chdir(ROOT / "docs")
+    try:
+        result = CliRunner().invoke(main, ["grade", str(subs), "--out", str(tmp_path / "o")])
+    finally:
+        os.chdir(old)
+    assert result.exit_code == 0, result.output
+    assert "badjson" in result.output
+    assert (tmp_path / "o" / "scores.csv").is_file()
