@@ -57,3 +57,18 @@ def hidden_calls(assignment: str) -> dict[str, tuple[str, list[str]]]:
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "run_check":
                 calls[grade_id(cell)] = (node.args[0].value, [k.arg for k in node.keywords])
     return calls
+
+
+def grade_namespace(assignment: str, ns: SimpleNamespace) -> dict[str, str | None]:
+    """Grade cell id -> ``None`` when its hidden check passes on ``ns``, else the message."""
+    from autograder.bank import run_check
+    from autograder.compare import CheckFailed
+
+    verdicts: dict[str, str | None] = {}
+    for cell, (name, keywords) in hidden_calls(assignment).items():
+        try:
+            run_check(name, **{k: getattr(ns, k) for k in keywords})
+            verdicts[cell] = None
+        except CheckFailed as err:
+            verdicts[cell] = str(err)
+    return verdicts

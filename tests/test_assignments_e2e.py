@@ -36,6 +36,16 @@ class Graded:
     def lost(self, student: str) -> set[str]:
         return {c.cell for c in self.auto(student) if (c.score or 0) < c.max_score}
 
+    def failure_text(self, student: str) -> str:
+        """What the graded cells *printed* (errors and streams): not their source code,
+        which may quote a label in a visible assert whatever actually went wrong."""
+        path = self.course / "autograded" / student / self.assignment / f"{self.assignment}.ipynb"
+        texts = []
+        for cell in nbs.read(path).cells:
+            for out in cell.get("outputs", []):
+                texts += [out.get("evalue", ""), out.get("text", ""), *out.get("traceback", [])]
+        return "\n".join(texts)
+
     def feedback(self, student: str) -> str:
         path = self.course / "feedback" / student / self.assignment / f"{self.assignment}.html"
         return path.read_text(encoding="utf-8")
@@ -107,9 +117,13 @@ def test_mistake_loses_exactly_its_cells(graded, student):
 
 @pytest.mark.parametrize("graded, student", _students("mistake-"), indirect=["graded"])
 def test_mistake_feedback_names_the_misconception(graded, student):
+    printed = graded.failure_text(student)
+    path = graded.course / "autograded" / student / graded.assignment / f"{graded.assignment}.ipynb"
+    quoted = "\n".join(cell.source for cell in nbs.read(path).cells)
     html = graded.feedback(student)
     for label in graded.students[student].feedback:
-        assert label in html
+        assert label in printed
+        assert html.count(label) > quoted.count(label), "the diagnosis must reach the feedback"
 
 
 @each_assignment

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sympy as sp
-from helpers import hidden_calls, solution_namespace
+from helpers import grade_namespace, hidden_calls, solution_namespace
 
 from autograder.bank import checks_for, q1, run_check
 from autograder.compare import CheckFailed
@@ -15,15 +15,7 @@ CALLS = hidden_calls(A)
 
 
 def _grade(ns) -> dict[str, str | None]:
-    """Grade cell id -> None when its check passes, else the failure message."""
-    verdicts = {}
-    for cell, (name, keywords) in CALLS.items():
-        try:
-            run_check(name, **{k: getattr(ns, k) for k in keywords})
-            verdicts[cell] = None
-        except CheckFailed as err:
-            verdicts[cell] = str(err)
-    return verdicts
+    return grade_namespace(A, ns)
 
 
 @pytest.fixture(scope="module")

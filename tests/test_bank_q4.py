@@ -6,7 +6,7 @@ import nbformat
 import numpy as np
 import pytest
 import sympy as sp
-from helpers import ROOT, hidden_calls, solution_namespace
+from helpers import ROOT, grade_namespace, hidden_calls, solution_namespace
 
 from autograder.bank import Context, checks_for, get_check, q4, run_check
 from autograder.compare import CheckFailed
@@ -20,15 +20,7 @@ S = sp.Symbol("s")
 
 
 def _grade(ns) -> dict[str, str | None]:
-    """Grade cell id -> None when its check passes, else the failure message."""
-    verdicts = {}
-    for cell, (name, keywords) in CALLS.items():
-        try:
-            run_check(name, **{k: getattr(ns, k) for k in keywords})
-            verdicts[cell] = None
-        except CheckFailed as err:
-            verdicts[cell] = str(err)
-    return verdicts
+    return grade_namespace(A, ns)
 
 
 @pytest.fixture(scope="module")
