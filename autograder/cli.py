@@ -40,7 +40,8 @@ def main() -> None:
 def _console():
     from rich.console import Console
 
-    return Console(highlight=False)
+    # piped output (CI logs, files) gets a wide table instead of rich's 80 columns
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
 
 def _bar(console):
@@ -98,24 +99,20 @@ def build_cmd(check_only: bool, timeout: float) -> None:
 # ------------------------------------------------------------------ grade
 
 
-def _summary(console, results, title: str, expect=None) -> None:
+def _summary(console, results, title: str) -> None:
     from rich.table import Table
 
-    table = Table(title=title, show_lines=False)
+    table = Table(title=title)
     table.add_column("student")
     table.add_column("assignment")
     table.add_column("auto", justify="right")
-    table.add_column("lost cells")
-    if expect is not None:
-        table.add_column("as expected", justify="center")
-    table.add_column("status / reason")
+    table.add_column("status")
+    table.add_column("reason / 原因", overflow="fold")
     for r in results:
-        lost = ", ".join(c.removeprefix("test_") for c in r.lost) if r.status != "failed" else "—"
-        row = [r.student, r.assignment, f"{r.auto_score:g}/{r.auto_max:g}", lost]
-        if expect is not None:
-            row.append("✅" if expect(r) else "❌")
-        row.append(r.status if not r.reason else f"{r.status}: {r.reason}")
-        table.add_row(*row)
+        style = {"ok": "", "note": "yellow", "failed": "red"}.get(r.status, "")
+        table.add_row(r.student, r.assignment, f"{r.auto_score:g}/{r.auto_max:g}",
+                      f"[{style}]{r.status}[/{style}]" if style else r.status, r.reason,
+                      )
     console.print(table)
 
 
@@ -226,9 +223,11 @@ def demo_cmd(folder: Path | None, alternatives: bool, jobs: int | None) -> None:
         result = demo(folder=folder, alternatives=alternatives, jobs=jobs, progress=progress,
                       on_step=lambda msg: bar.update(task, description=msg))
     seconds = time.monotonic() - started
-    _summary(console, result.results, f"sample class graded in {seconds:.0f} s",
-             expect=result.verdict)
     _per_question(console, result)
+    failed = [r for r in result.results if r.status == "failed"]
+    if failed:
+        _summary(console, failed, "submissions that could not be graded")
+    console.print(f"{len(result.results)} notebooks graded in {seconds:.0f} s")
     out = result.folder / "results"
     console.print(f"course: {result.folder}\nscores: {out / 'scores.csv'}\n"
                   f"feedback: {out / 'feedback'}/<student>/<assignment>/<assignment>.html")
@@ -240,21 +239,23 @@ def demo_cmd(folder: Path | None, alternatives: bool, jobs: int | None) -> None:
 
 
 def _per_question(console, result) -> None:
-    """One table per assignment: students × grade cells."""
+    """One table per assignment: students × autograded cells, and the expectation check."""
     from rich.table import Table
 
     by_assignment: dict[str, list] = {}
     for r in result.results:
         by_assignment.setdefault(r.assignment, []).append(r)
+    rank = {"perfect": 0, "blank": 1}
     for a, rows in by_assignment.items():
+        rows.sort(key=lambda r: (rank.get(r.student, 2 if r.student.startswith("alt-") else 3),
+                                 r.student))
         cells = [c for c in rows[0].max_scores if c not in rows[0].manual]
-        table = Table(title=f"{a}: per-question automatic scores")
+        table = Table(title=f"{a}: automatic points per grade cell", title_justify="left")
         table.add_column("student")
-        for c in cells:
-            table.add_column(f"{c.removeprefix('test_')}\n/{rows[0].max_scores[c]:g}",
-                             justify="right")
+        for i, _c in enumerate(cells, 1):
+            table.add_column(str(i), justify="right")
         table.add_column("total", justify="right")
-        table.add_column("ok", justify="center")
+        table.add_column("as expected", justify="center")
         for r in rows:
             marks = []
             for c in cells:
@@ -264,6 +265,11 @@ def _per_question(console, result) -> None:
             table.add_row(r.student, *marks, f"{r.auto_score:g}/{r.auto_max:g}",
                           "✅" if result.verdict(r) else "❌")
         console.print(table)
+        legend = "  ".join(f"{i}={c.removeprefix('test_')}/{rows[0].max_scores[c]:g}"
+                           for i, c in enumerate(cells, 1))
+        console.print(f"  cells: {legend}", style="dim", markup=False)
+        console.print("  as expected: perfect and alternatives full marks, blank 0, each "
+                      "mistake loses exactly its cells and its feedback names it", style="dim")
 
 
 @main.command("hand-example")
