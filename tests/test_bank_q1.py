@@ -102,3 +102,12 @@ def test_output1_symbolic_without_c_is_rejected(solution):
 def test_weights_3Wq_equal_to_unchanged_weights_is_rejected(solution):
     with pytest.raises(CheckFailed):
         run_check("q1.weights_3Wq", weights_3Wq=solution.weights_2I)
+
+
+def test_hand_example_without_scaling_is_named(solution):
+    from autograder import reference as ref
+
+    unscaled = ref.softmax(ref.HAND_X @ ref.HAND_X.T)
+    values = {k: getattr(solution, k) for k in ("output_2I", "weights_3I", "output_3I")}
+    with pytest.raises(CheckFailed, match="缺少 1/√d_k 缩放"):
+        run_check("q1.hand_example", weights_2I=unscaled, **values)

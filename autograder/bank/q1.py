@@ -128,10 +128,9 @@ def value_scaling(ctx: Context, *, self_attention) -> None:
                      diagnose=lambda _arr: mc.CATALOG["output_not_linear_in_v"].describe())
 
 
-def _hand_diag(q_scale: float = 1.0, v_scale: float = 2.0):
+def _hand_diag(q_scale: float = 1.0, v_scale: float = 2.0, *, weights: bool):
     Q, K, V = q_scale * ref.HAND_X, ref.HAND_X, v_scale * ref.HAND_X
-    variants = {**mc.weights_variants(Q, K), **mc.attention_variants(Q, K, V)}
-    return mc.diagnoser(variants)
+    return mc.diagnoser(mc.weights_variants(Q, K) if weights else mc.attention_variants(Q, K, V))
 
 
 @check("q1.hand_example", "讲义手算例子：W_v = 2I 与 W_v = 3I 的权重和输出")
@@ -140,9 +139,9 @@ def hand_example(ctx: Context, *, weights_2I, output_2I, weights_3I, output_3I) 
                                             (3.0, weights_3I, output_3I, "3I")):
         exp_out, exp_w = ref.hand_example(v_scale=v_scale)
         assert_close(weights, exp_w, f"weights_{label}", rtol=0, atol=LECTURE_ATOL,
-                     diagnose=_hand_diag(v_scale=v_scale))
+                     diagnose=_hand_diag(v_scale=v_scale, weights=True))
         assert_close(output, exp_out, f"output_{label}", rtol=0, atol=LECTURE_ATOL,
-                     diagnose=_hand_diag(v_scale=v_scale))
+                     diagnose=_hand_diag(v_scale=v_scale, weights=False))
 
 
 def _scale_hint(value: float) -> str | None:
@@ -166,7 +165,7 @@ def conclusions(ctx: Context, *, output_scale_factor, weights_changed) -> None:
 def weights_3Wq(ctx: Context, *, weights_3Wq) -> None:
     _, expected = ref.hand_example(q_scale=3.0)
     got = assert_close(weights_3Wq, expected, "weights_3Wq", rtol=0, atol=LECTURE_ATOL,
-                       diagnose=_hand_diag(q_scale=3.0))
+                       diagnose=_hand_diag(q_scale=3.0, weights=True))
     if np.allclose(got, ref.hand_example()[1], atol=LECTURE_ATOL):
         fail("weights_3Wq 与 W_q = I 时的权重相同，但改变 W_q 会改变打分，权重应变尖锐。")
 
