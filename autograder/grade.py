@@ -220,6 +220,12 @@ def _inspect(sub: Submission, release_path: Path, result: Result, target: Path) 
         result.add_reason(f"测试单元格被删除，已由评分程序放回：{', '.join(inserted)}",
                           f"test cells deleted, put back by the grader: {', '.join(inserted)}")
     target.parent.mkdir(parents=True, exist_ok=True)
+    for extra in sub.folder.iterdir():  # data files the notebook may read, as nbgrader does
+        if extra.suffix != ".ipynb" and not extra.name.startswith("."):
+            if extra.is_dir():
+                shutil.copytree(extra, target.parent / extra.name, dirs_exist_ok=True)
+            elif extra.is_file():
+                shutil.copy(extra, target.parent / extra.name)
     nbformat.write(nb, str(target))
     return True
 
