@@ -23,6 +23,7 @@ import copy
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -172,7 +173,8 @@ def _execute(nb: NotebookNode, cwd: Path, timeout: float) -> None:
     client = NotebookClient(nb, timeout=int(timeout), kernel_name="python3",
                             resources={"metadata": {"path": str(cwd)}}, record_timing=False)
     try:
-        client.execute()
+        # the kernel's own stderr chatter (e.g. "running over TCP") is not for users
+        client.execute(stderr=subprocess.DEVNULL)
     except CellExecutionError as err:
         first = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
         raise CourseError(f"the answer key does not run: {first}; fix the source notebook "

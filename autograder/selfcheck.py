@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,7 +121,8 @@ def self_check_notebook(*, notebook: Path, assignment: str | None = None,
                             resources={"metadata": {"path": str(notebook.resolve().parent)}})
     died = False
     try:
-        client.execute()
+        # the kernel's own stderr chatter (e.g. "running over TCP") is not for users
+        client.execute(stderr=subprocess.DEVNULL)
     except DeadKernelError:
         died = True
     seen: dict[tuple[str, str], Outcome] = {}
