@@ -110,9 +110,10 @@ def _summary(console, results, title: str) -> None:
     table.add_column("reason / 原因", overflow="fold")
     for r in results:
         style = {"ok": "", "note": "yellow", "failed": "red"}.get(r.status, "")
+        review = f"\n[magenta]review / 需复核: {'; '.join(r.review)}[/magenta]" if r.review else ""
         table.add_row(r.student, r.assignment, f"{r.auto_score:g}/{r.auto_max:g}",
-                      f"[{style}]{r.status}[/{style}]" if style else r.status, r.reason,
-                      )
+                      f"[{style}]{r.status}[/{style}]" if style else r.status,
+                      r.reason + review)
     console.print(table)
 
 

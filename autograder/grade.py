@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .course import ASSIGNMENTS, CourseError, check_assignment, find_root, new_course
+from .integrity import scan_cells
 
 __all__ = ["Submission", "Result", "find_submissions", "prepare", "grade", "grade_prepared",
            "write_outputs", "DEFAULT_TIMEOUT"]
@@ -72,6 +73,8 @@ class Result:
     manual: list[str] = field(default_factory=list)
     feedback: str | None = None
     seconds: float = 0.0
+    #: Why an instructor should look at the code (see :mod:`autograder.integrity`).
+    review: list[str] = field(default_factory=list)
 
     def add_reason(self, zh: str, en: str) -> None:
         text = f"{zh} / {en}"
@@ -212,6 +215,8 @@ def _inspect(sub: Submission, release_path: Path, result: Result, target: Path) 
         return False
     release = nbformat.read(str(release_path), as_version=4)
     restored, inserted = repair(nb, release)
+    result.review = scan_cells(c.source for c in nb.cells
+                               if c.cell_type == "code" and not _meta(c).get("locked"))
     if restored:
         which = ", ".join(restored) if len(restored) <= 4 else f"{len(restored)} cells"
         result.add_reason(f"nbgrader 元数据被删除或改动，已按发放版恢复（{which}）",
@@ -497,13 +502,13 @@ def write_outputs(results: list[Result], out: Path) -> None:
     """``scores.csv`` and ``scores.json`` for ``results`` in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     cols = _columns(results)
-    fixed = ["student", "assignment", "status", "auto_score", "auto_max", "reason"]
+    fixed = ["student", "assignment", "status", "auto_score", "auto_max", "reason", "review"]
     with open(out / "scores.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(fixed + [name for name, _a, _c in cols])
         for r in results:
             row = [r.student, r.assignment, r.status, float(r.auto_score), float(r.auto_max),
-                   r.reason]
+                   r.reason, "; ".join(r.review)]
             for _name, a, cell in cols:
                 value = r.cells.get(cell) if a == r.assignment else None
                 row.append("" if value is None else float(value))

@@ -21,7 +21,8 @@ from autograder.grade import find_submissions, grade_prepared
 pytestmark = pytest.mark.e2e
 
 GOOD = ("perfect", "mistake-naive_softmax")
-BROKEN = ("badjson", "wrongname", "deleted", "stripped", "loop", "exit", "warning")
+BROKEN = ("badjson", "wrongname", "deleted", "stripped", "loop", "exit", "warning", "tamper")
+TAMPER = "import autograder.bank as _bank\n_bank.run_check = lambda *args, **kwargs: None"
 
 
 def _variant(submitted, name, change):
@@ -73,6 +74,7 @@ def batch(tmp_path_factory):
     _variant(submitted, "loop", lambda nb: _insert_after(nb, "softmax_impl", "while True:\n    pass"))
     _variant(submitted, "exit", lambda nb: _insert_after(nb, "imports", "import os\nos._exit(1)"))
     _variant(submitted, "warning", _warning)
+    _variant(submitted, "tamper", lambda nb: _insert_after(nb, "imports", TAMPER))
     out = base / "out"
     results = grade_prepared(find_submissions(submitted), course, out, jobs=2, timeout=120,
                              cell_timeout=5)
@@ -122,6 +124,15 @@ def test_repaired_submissions_still_earn_their_points(batch):
     assert results["badjson"].status == results["exit"].status == "failed"
 
 
+def test_tampering_with_the_grader_is_flagged_for_review(batch):
+    _course, out, results = batch
+    assert any("导入了评分程序" in r for r in results["tamper"].review)
+    assert any("os._exit" in r for r in results["exit"].review)
+    assert results["perfect"].review == [] and results["warning"].review == []
+    rows = {r["student"]: r for r in csv.DictReader(open(out / "scores.csv", encoding="utf-8"))}
+    assert "导入了评分程序" in rows["tamper"]["review"] and rows["perfect"]["review"] == ""
+
+
 def test_a_warning_from_a_correct_answer_costs_nothing(batch):
     _course, _out, results = batch
     r = results["warning"]
@@ -135,7 +146,9 @@ def test_feedback_hides_the_hidden_tests(batch):
     assert (out / "feedback" / "perfect" / A / f"{A}.html").is_file()
     for page in pages:
         html = page.read_text(encoding="utf-8")
-        assert "BEGIN HIDDEN TESTS" not in html and "run_check" not in html, page
+        assert "BEGIN HIDDEN TESTS" not in html and "q1.softmax" not in html, page
+        if page.parts[-3] != "tamper":  # that student wrote run_check in their own code
+            assert "run_check" not in html, page
     html = (out / "feedback" / "mistake-naive_softmax" / A / f"{A}.html").read_text("utf-8")
     assert "softmax 数值溢出" in html
 
