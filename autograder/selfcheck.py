@@ -44,7 +44,9 @@ def report_line(name: str, /, **values) -> None:
         _run(name, values)
         outcome = {"check": name, "title": title, "passed": True, "message": ""}
     except CheckFailed as err:
-        outcome = {"check": name, "title": title, "passed": False, "message": str(err)}
+        # the report prints the title already; the message starts with it too
+        message = str(err).removeprefix(f"{title}：")
+        outcome = {"check": name, "title": title, "passed": False, "message": message}
     print(MARK + json.dumps(outcome, ensure_ascii=False))
 
 
