@@ -240,8 +240,15 @@ def _read_normalised(path: Path) -> list | None:
         return None
 
 
-def _scratch(root: Path) -> Path:
-    return Path(tempfile.mkdtemp(prefix=".autograder-build-", dir=root))
+def _start(root: Path | None) -> tuple[Path, list[str], Path]:
+    """The course root, its assignments with a source notebook, and a scratch folder
+    (inside the root, so finished files can be moved into place atomically)."""
+    root = find_root(root)
+    assignments = present_assignments(root)
+    if not assignments:
+        raise CourseError(f"no source notebooks under {root / 'source'}: "
+                          "add source/<assignment>/<assignment>.ipynb first")
+    return root, assignments, Path(tempfile.mkdtemp(prefix=".autograder-build-", dir=root))
 
 
 def build(*, root: Path | None = None, progress: Progress | None = None,
@@ -251,12 +258,7 @@ def build(*, root: Path | None = None, progress: Progress | None = None,
     Returns the view files written (relative to the root); unchanged files are kept
     as they are, so executed outputs do not churn.
     """
-    root = find_root(root)
-    assignments = present_assignments(root)
-    if not assignments:
-        raise CourseError(f"no source notebooks under {root / 'source'}: "
-                          "add source/<assignment>/<assignment>.ipynb first")
-    scratch = _scratch(root)
+    root, assignments, scratch = _start(root)
     try:
         views = _generate(root, scratch, assignments, progress, timeout)
         staged = []
@@ -279,12 +281,7 @@ def build(*, root: Path | None = None, progress: Progress | None = None,
 def check(*, root: Path | None = None, progress: Progress | None = None,
           timeout: float = 120) -> list[Path]:
     """The committed view files that differ from a fresh build (empty: all current)."""
-    root = find_root(root)
-    assignments = present_assignments(root)
-    if not assignments:
-        raise CourseError(f"no source notebooks under {root / 'source'}: "
-                          "add source/<assignment>/<assignment>.ipynb first")
-    scratch = _scratch(root)
+    root, assignments, scratch = _start(root)
     try:
         # outputs are not compared, so the answer keys need not run here
         views = _generate(root, scratch, assignments, progress, timeout, execute=False)
