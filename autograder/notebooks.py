@@ -37,24 +37,24 @@ def _nbgrader(cell_id: str, *, grade: bool, solution: bool, locked: bool,
     return meta
 
 
+def _locked(cell: NotebookNode, cell_id: str) -> NotebookNode:
+    """Mark ``cell`` read-only for students, as nbgrader's "Read-only" cell type does."""
+    cell.metadata.nbgrader = _nbgrader(cell_id, grade=False, solution=False, locked=True)
+    cell.metadata.editable = False
+    cell.metadata.deletable = False
+    return cell
+
+
 def md(text: str, cell_id: str | None = None) -> NotebookNode:
     """A markdown cell; with ``cell_id`` it is locked (read-only) for students."""
     cell = nbformat.v4.new_markdown_cell(text.strip("\n"))
-    if cell_id:
-        cell.metadata.nbgrader = _nbgrader(cell_id, grade=False, solution=False, locked=True)
-        cell.metadata.editable = False
-        cell.metadata.deletable = False
-    return cell
+    return _locked(cell, cell_id) if cell_id else cell
 
 
 def code(source: str, cell_id: str | None = None) -> NotebookNode:
     """A code cell; with ``cell_id`` it is locked (read-only) for students."""
     cell = nbformat.v4.new_code_cell(source.strip("\n"))
-    if cell_id:
-        cell.metadata.nbgrader = _nbgrader(cell_id, grade=False, solution=False, locked=True)
-        cell.metadata.editable = False
-        cell.metadata.deletable = False
-    return cell
+    return _locked(cell, cell_id) if cell_id else cell
 
 
 def solution(cell_id: str, source: str) -> NotebookNode:
