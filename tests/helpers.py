@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -72,3 +75,40 @@ def grade_namespace(assignment: str, ns: SimpleNamespace) -> dict[str, str | Non
         except CheckFailed as err:
             verdicts[cell] = str(err)
     return verdicts
+
+
+def visible_failures(assignment: str, variant: Variant | None = None) -> dict[str, str]:
+    """Run the notebook as a student would see it: the solution (with ``variant``'s edits),
+    every cell in order, test cells *without* their hidden region. Returns grade cell id ->
+    the error its visible asserts raised, for each grade cell whose visible part failed.
+
+    Plots run on matplotlib's Agg backend and are discarded.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    nb = nbformat.read(ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+    env: dict = {"display": lambda *args, **kwargs: None, "__name__": "__student__"}
+    failures: dict[str, str] = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        source = cell.source
+        if variant and is_solution_cell(cell):
+            for edit in variant.edits:
+                if edit.cell == grade_id(cell):
+                    source = source.replace(edit.old, edit.new)
+        source = strip_markers(strip_region(source, HIDDEN_BEGIN, HIDDEN_END))
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exec(compile(source, f"<{assignment}:{grade_id(cell)}>", "exec"), env)
+        except Exception as err:  # a student's cell may fail; only grade cells are reported
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") and cell.cell_type == "code":
+                failures[grade_id(cell)] = f"{type(err).__name__}: {err}"
+        finally:
+            plt.close("all")
+    return failures

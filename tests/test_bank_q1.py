@@ -7,8 +7,9 @@ import pytest
 import sympy as sp
 from helpers import grade_namespace, hidden_calls, solution_namespace
 
-from autograder.bank import checks_for, q1, run_check
+from autograder.bank import checks_for, run_check
 from autograder.compare import CheckFailed
+from autograder.samples import q1 as samples_q1
 
 A = "q1_value_scaling"
 CALLS = hidden_calls(A)
@@ -31,12 +32,12 @@ def test_source_solution_passes_every_check(solution):
     assert _grade(solution) == dict.fromkeys(CALLS)
 
 
-@pytest.mark.parametrize("variant", q1.ALTERNATIVES, ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", samples_q1.ALTERNATIVES, ids=lambda v: v.name)
 def test_alternative_passes_every_check(variant):
     assert _grade(solution_namespace(A, variant)) == dict.fromkeys(CALLS)
 
 
-@pytest.mark.parametrize("variant", q1.MISTAKES, ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", samples_q1.MISTAKES, ids=lambda v: v.name)
 def test_mistake_fails_exactly_its_cells_and_is_named(variant):
     verdicts = _grade(solution_namespace(A, variant))
     failed = {cell for cell, message in verdicts.items() if message}

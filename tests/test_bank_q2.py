@@ -16,6 +16,7 @@ import sympy as sp
 
 from autograder.bank import CheckFailed, Context, checks_for, get_check, q2, run_check
 from autograder.notebooks import strip_markers
+from autograder.samples import q2 as samples_q2
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "source" / "q2_dk_growth" / "q2_dk_growth.ipynb"
 CELLS = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
@@ -92,13 +93,13 @@ def test_reference_passes_run_check_quietly(name: str, capsys: pytest.CaptureFix
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.parametrize("variant", q2.ALTERNATIVES, ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", samples_q2.ALTERNATIVES, ids=lambda v: v.name)
 def test_alternative_passes(variant) -> None:
     ns = _namespace(variant)
     assert {name: _verdict(name, ns) for name in CHECKS} == dict.fromkeys(CHECKS)
 
 
-@pytest.mark.parametrize("variant", q2.MISTAKES, ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", samples_q2.MISTAKES, ids=lambda v: v.name)
 def test_mistake_fails_its_cells_and_names_its_misconception(variant) -> None:
     ns = _namespace(variant)
     verdicts = {name: _verdict(name, ns) for name in CHECKS}
@@ -110,7 +111,7 @@ def test_mistake_fails_its_cells_and_names_its_misconception(variant) -> None:
                 assert label in message, f"{name}: {message}"
 
 
-SOME_MISTAKES = [v for v in q2.MISTAKES if v.name in ("divide_by_dk", "rng_not_used")]
+SOME_MISTAKES = [v for v in samples_q2.MISTAKES if v.name in ("divide_by_dk", "rng_not_used")]
 
 
 @pytest.mark.parametrize("variant", [None, *SOME_MISTAKES], ids=lambda v: v.name if v else "reference")
@@ -209,6 +210,6 @@ def test_jacobian_against_a_broken_softmax_fails() -> None:
 
 
 def test_messages_never_print_hidden_arrays() -> None:
-    ns = _namespace(next(v for v in q2.MISTAKES if v.name == "jacobian_diagonal_only"))
+    ns = _namespace(next(v for v in samples_q2.MISTAKES if v.name == "jacobian_diagonal_only"))
     message = _verdict("q2.softmax_jacobian", ns)
     assert message and "[" not in message.split("可能的原因")[0]

@@ -18,6 +18,7 @@ import pytest
 from autograder import notebooks as nbs
 from autograder.bank import Context, checks_for, get_check, q3, run_check
 from autograder.compare import CheckFailed
+from autograder.samples import q3 as samples_q3
 from autograder.variants import Variant
 
 A = "q3_permutation"
@@ -92,13 +93,13 @@ def test_reference_passes(cell):
     assert _verdict(cell) is None
 
 
-@pytest.mark.parametrize("variant", q3.ALTERNATIVES, ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", samples_q3.ALTERNATIVES, ids=lambda v: v.name)
 @pytest.mark.parametrize("cell", CELLS)
 def test_alternative_passes(cell, variant):
     assert _verdict(cell, variant) is None
 
 
-@pytest.mark.parametrize("variant", q3.MISTAKES, ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", samples_q3.MISTAKES, ids=lambda v: v.name)
 @pytest.mark.parametrize("cell", CELLS)
 def test_mistake_loses_only_its_cells(cell, variant):
     message = _verdict(cell, variant)
@@ -114,8 +115,8 @@ def test_mistakes_cover_the_issue():
     keys = {"perm_matrix_inverse", "equivariance_vs_invariance", "pe_sin_cos_swapped",
             "pe_exponent_i_over_d"}
     labels = {q3.mc.CATALOG[k].label for k in keys}
-    assert labels <= {label for v in q3.MISTAKES for label in v.feedback}
-    assert len(q3.ALTERNATIVES) >= 2
+    assert labels <= {label for v in samples_q3.MISTAKES for label in v.feedback}
+    assert len(samples_q3.ALTERNATIVES) >= 2
 
 
 # ------------------------------------------------------------------ the checker is checked
@@ -196,14 +197,14 @@ def test_wrong_kinds_give_a_clear_message(cell, bad):
     assert message and "检查时出错" not in message and "Traceback" not in message
 
 
-@pytest.mark.parametrize("variant", [None, *q3.MISTAKES], ids=lambda v: v.name if v else "perfect")
+@pytest.mark.parametrize("variant", [None, *samples_q3.MISTAKES], ids=lambda v: v.name if v else "perfect")
 def test_checks_write_nothing_to_stderr(variant, capfd):
     for cell in CELLS:
         _verdict(cell, variant)
     assert capfd.readouterr().err == ""
 
 
-@pytest.mark.parametrize("variant", [None, *q3.MISTAKES], ids=lambda v: v.name if v else "perfect")
+@pytest.mark.parametrize("variant", [None, *samples_q3.MISTAKES], ids=lambda v: v.name if v else "perfect")
 @pytest.mark.parametrize("cell", CELLS)
 def test_same_seed_same_verdict(cell, variant):
     name, values = _values(cell, variant)

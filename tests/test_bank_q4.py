@@ -8,14 +8,15 @@ import pytest
 import sympy as sp
 from helpers import ROOT, grade_namespace, hidden_calls, solution_namespace
 
-from autograder.bank import Context, checks_for, get_check, q4, run_check
+from autograder.bank import Context, checks_for, get_check, run_check
 from autograder.compare import CheckFailed
 from autograder.misconceptions import CATALOG
 from autograder.notebooks import strip_markers
+from autograder.samples import q4 as samples_q4
 
 A = "q4_single_token"
 CALLS = hidden_calls(A)
-SAMPLES = [None, *q4.ALTERNATIVES, *q4.MISTAKES]
+SAMPLES = [None, *samples_q4.ALTERNATIVES, *samples_q4.MISTAKES]
 S = sp.Symbol("s")
 
 
@@ -54,12 +55,12 @@ def test_source_solution_passes_every_check(solution):
     assert _grade(solution) == dict.fromkeys(CALLS)
 
 
-@pytest.mark.parametrize("variant", q4.ALTERNATIVES, ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", samples_q4.ALTERNATIVES, ids=lambda v: v.name)
 def test_alternative_passes_every_check(variant):
     assert _grade(solution_namespace(A, variant)) == dict.fromkeys(CALLS)
 
 
-@pytest.mark.parametrize("variant", q4.MISTAKES, ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", samples_q4.MISTAKES, ids=lambda v: v.name)
 def test_mistake_fails_exactly_its_cells_and_is_named(variant):
     verdicts = _grade(solution_namespace(A, variant))
     assert {cell for cell, message in verdicts.items() if message} == set(variant.loses)
@@ -69,7 +70,7 @@ def test_mistake_fails_exactly_its_cells_and_is_named(variant):
 
 
 def test_every_named_misconception_has_a_mistake():
-    labels = {label for v in q4.MISTAKES for label in v.feedback}
+    labels = {label for v in samples_q4.MISTAKES for label in v.feedback}
     assert labels == {CATALOG[k].label for k in
                       ("output_is_x", "q_as_v", "raw_scores", "naive_softmax_overflow")}
 
@@ -91,7 +92,7 @@ def test_same_seed_same_verdict(variant, monkeypatch):
 
 
 def test_explicit_seed_gives_identical_messages(solution):
-    wrong = solution_namespace(A, q4.MISTAKES[2])  # raw score returned as the weight
+    wrong = solution_namespace(A, samples_q4.MISTAKES[2])  # raw score returned as the weight
     chk = get_check("q4.attention_output")
     messages = []
     for _ in range(2):

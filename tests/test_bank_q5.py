@@ -16,6 +16,7 @@ import sympy as sp
 
 from autograder import notebooks as nbs
 from autograder.bank import CheckFailed, checks_for, q5, run_check
+from autograder.samples import q5 as samples_q5
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "source" / "q5_cost_scaling" / "q5_cost_scaling.ipynb"
@@ -85,14 +86,14 @@ def test_reference_passes(reference, name, capsys):
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.parametrize("variant", q5.ALTERNATIVES, ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", samples_q5.ALTERNATIVES, ids=lambda v: v.name)
 def test_alternative_passes_every_check(variant):
     ns = _namespace(variant)
     failed = {name: msg for name in ARGS if (msg := _verdict(ns, name))}
     assert failed == {}
 
 
-@pytest.mark.parametrize("variant", q5.MISTAKES, ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", samples_q5.MISTAKES, ids=lambda v: v.name)
 def test_mistake_loses_only_its_cells_and_names_label(variant, capsys):
     ns = _namespace(variant)
     verdicts = {name: _verdict(ns, name) for name in ARGS}
@@ -131,7 +132,7 @@ def test_unimplemented_functions_fail_clearly(name):
         run_check(name, **{arg: stub for arg in ARGS[name]})
 
 
-@pytest.mark.parametrize("variant", q5.MISTAKES, ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", samples_q5.MISTAKES, ids=lambda v: v.name)
 def test_same_seed_same_verdict(variant, monkeypatch):
     monkeypatch.setenv("AUTOGRADER_STUDENT", "student-a")
     ns = _namespace(variant)

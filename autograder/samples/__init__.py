@@ -11,9 +11,9 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from . import notebooks as nbs
-from .bank import ASSIGNMENT_MODULES
-from .notebooks import Variant
+from .. import notebooks as nbs
+from ..bank import ASSIGNMENT_MODULES
+from ..notebooks import Variant
 
 __all__ = ["PERFECT", "alternatives", "mistakes", "sample_class", "write_class"]
 
@@ -22,7 +22,7 @@ PERFECT = Variant("perfect", "参考答案本身")
 
 
 def _module(assignment: str):
-    return importlib.import_module(ASSIGNMENT_MODULES[assignment], "autograder.bank")
+    return importlib.import_module(f".{ASSIGNMENT_MODULES[assignment].lstrip('.')}", __name__)
 
 
 def alternatives(assignment: str) -> list[Variant]:

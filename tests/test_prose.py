@@ -1,0 +1,65 @@
+"""What the notebooks *say*: the thinking question quoted verbatim, and every number in
+the prose (markdown cells and model answers) either given or computed by code.
+
+Each assignment has ``tests/prose_<qN>.py`` with ``GIVEN`` (numbers the prose may use as
+they are: inputs, indices, lecture numbers) and ``FIGURES`` (each other number as the
+prose prints it -> a function computing that text from the reference or the solution).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import nbformat
+import pytest
+from lecture import ASSIGNMENT_ORDER, NUMBER, ROOT, lecture_numbers, normalise, questions
+
+PRESENT = [a for a in ASSIGNMENT_ORDER if (ROOT / "source" / a / f"{a}.ipynb").is_file()]
+SMALL = frozenset(str(i) for i in range(11))
+
+
+def _source(assignment: str):
+    return nbformat.read(ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+def _prose(assignment: str) -> list[str]:
+    return [cell.source for cell in _source(assignment).cells if cell.cell_type == "markdown"]
+
+
+def _figures(assignment: str):
+    return importlib.import_module(f"prose_{assignment.split('_')[0]}")
+
+
+def test_the_lecture_has_five_questions():
+    assert len(questions()) == 5
+    assert questions()["q4_single_token"].endswith("这时候输出和输入是什么关系？")
+
+
+@pytest.mark.parametrize("assignment", PRESENT)
+def test_notebook_opens_with_the_question_verbatim(assignment):
+    first = _prose(assignment)[0]
+    assert normalise(questions()[assignment]) in normalise(first)
+
+
+@pytest.mark.parametrize("assignment", PRESENT)
+def test_every_number_in_the_prose_is_given_or_computed(assignment):
+    module = _figures(assignment)
+    allowed = SMALL | lecture_numbers() | set(module.GIVEN) | set(module.FIGURES)
+    unexplained = sorted({n for text in _prose(assignment) for n in NUMBER.findall(text)} - allowed,
+                         key=float)
+    assert not unexplained, (f"numbers in {assignment}'s prose that no test computes: {unexplained}; "
+                             f"add them to tests/prose_{assignment.split('_')[0]}.py")
+
+
+@pytest.mark.parametrize("assignment", PRESENT)
+def test_every_figure_is_what_the_code_computes(assignment):
+    module = _figures(assignment)
+    wrong = {text: compute() for text, compute in module.FIGURES.items() if compute() != text}
+    assert not wrong, f"figures whose computation disagrees with the prose: {wrong}"
+
+
+@pytest.mark.parametrize("assignment", PRESENT)
+def test_every_figure_appears_in_the_prose(assignment):
+    printed = {n for text in _prose(assignment) for n in NUMBER.findall(text)}
+    stale = sorted(set(_figures(assignment).FIGURES) - printed)
+    assert not stale, f"FIGURES entries the prose no longer prints: {stale}"
