@@ -1,0 +1,35 @@
+"""What a student sees before submitting: the visible asserts of the release notebook.
+
+Each named mistake must fail at least one visible assert (a student learns of it before
+the grade does); the solution and every correct alternative must pass them all.
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import visible_failures
+from lecture import ASSIGNMENT_ORDER, ROOT
+
+from autograder.samples import alternatives, mistakes
+
+PRESENT = [a for a in ASSIGNMENT_ORDER if (ROOT / "source" / a / f"{a}.ipynb").is_file()]
+
+
+def _params(kind):
+    return [pytest.param(a, v, id=f"{a}-{v.name}") for a in PRESENT for v in kind(a)]
+
+
+@pytest.mark.parametrize("assignment", PRESENT)
+def test_solution_passes_every_visible_assert(assignment):
+    assert visible_failures(assignment) == {}
+
+
+@pytest.mark.parametrize("assignment, variant", _params(alternatives))
+def test_alternative_passes_every_visible_assert(assignment, variant):
+    assert visible_failures(assignment, variant) == {}
+
+
+@pytest.mark.parametrize("assignment, variant", _params(mistakes))
+def test_mistake_fails_a_visible_assert(assignment, variant):
+    failed = visible_failures(assignment, variant)
+    assert failed, f"{variant.name}: every visible assert passes, the student learns only from the grade"
