@@ -23,8 +23,12 @@ __all__ = ["as_expression", "as_matrix", "canonical", "is_equivalent", "assert_e
            "assert_matrix_equivalent", "time_limit", "TimeLimit"]
 
 
-class TimeLimit(Exception):
-    """Raised inside :func:`time_limit` when the time is up."""
+class TimeLimit(BaseException):
+    """Raised inside :func:`time_limit` when the time is up.
+
+    A ``BaseException``, like ``KeyboardInterrupt``: code under the limit that catches
+    ``Exception`` (a student's function, a check) cannot swallow it.
+    """
 
 
 @contextmanager

@@ -11,7 +11,16 @@ import numpy as np
 import pytest
 
 from autograder import bank
-from autograder.bank import Context, checks_for, get_check, run_check, seed_for, self_check
+from autograder.bank import (
+    Context,
+    GraderError,
+    checks_for,
+    evaluate,
+    get_check,
+    run_check,
+    seed_for,
+    self_check,
+)
 from autograder.compare import CheckFailed
 
 
@@ -80,9 +89,29 @@ def test_not_implemented_is_reported_as_such():
         run_check("q1.softmax", softmax=stub)
 
 
-def test_missing_keyword_is_a_check_failure_not_a_crash():
-    with pytest.raises(CheckFailed, match="类型不符"):
+def test_a_broken_check_is_a_grader_error_not_a_students_failure():
+    outcome = evaluate("q1.softmax", {})  # the check needs `softmax`: our mistake, not theirs
+    assert outcome.status == "error" and "TypeError" in outcome.detail
+    assert "不是你的答案的问题" in outcome.message
+    with pytest.raises(GraderError):
         run_check("q1.softmax")
+
+
+def test_a_student_catching_exception_cannot_swallow_the_time_limit(monkeypatch):
+    monkeypatch.setattr(bank, "_REGISTRY", dict(bank._REGISTRY))
+    short = bank.Check("q1.softmax_stable", "慢", get_check("q1.softmax_stable").func, seconds=0.3)
+    monkeypatch.setitem(bank._REGISTRY, "q1.softmax_stable", short)
+
+    def stubborn(z, axis=-1):
+        while True:
+            try:
+                while True:
+                    pass
+            except Exception:  # noqa: BLE001 - exactly what a hostile answer would do
+                continue
+
+    outcome = evaluate("q1.softmax_stable", {"softmax": stubborn}, seed=1)
+    assert outcome.status == "failed" and "运行超过" in outcome.message
 
 
 def test_looping_answer_is_stopped_with_a_message(monkeypatch):
@@ -98,23 +127,21 @@ def test_looping_answer_is_stopped_with_a_message(monkeypatch):
         run_check("q1.softmax", softmax=forever)
 
 
-def test_seed_is_stable_and_differs_between_students(monkeypatch):
-    monkeypatch.setenv("AUTOGRADER_STUDENT", "alice")
-    first = seed_for("q1.softmax")
-    assert seed_for("q1.softmax") == first
-    assert seed_for("q1.attention") != first
-    monkeypatch.setenv("AUTOGRADER_STUDENT", "bob")
-    assert seed_for("q1.softmax") != first
+def test_seed_is_stable_and_differs_between_students_checks_and_salts():
+    first = seed_for("q1.softmax", student="alice", salt="s")
+    assert seed_for("q1.softmax", student="alice", salt="s") == first
+    assert seed_for("q1.attention", student="alice", salt="s") != first
+    assert seed_for("q1.softmax", student="bob", salt="s") != first
+    assert seed_for("q1.softmax", student="alice", salt="t") != first
 
 
-def test_seed_follows_nbgraders_autograded_folder(monkeypatch, tmp_path):
+def test_in_kernel_seed_follows_nbgraders_autograded_folder(monkeypatch, tmp_path):
     monkeypatch.delenv("AUTOGRADER_STUDENT", raising=False)
+    monkeypatch.delenv("AUTOGRADER_SALT", raising=False)
     folder = tmp_path / "autograded" / "carol" / "q1_value_scaling"
     folder.mkdir(parents=True)
     monkeypatch.chdir(folder)
-    from_folder = seed_for("q1.softmax")
-    monkeypatch.setenv("AUTOGRADER_STUDENT", "carol")
-    assert seed_for("q1.softmax") == from_folder
+    assert Context("q1.softmax").seed == seed_for("q1.softmax", student="carol")
 
 
 def test_context_draws_the_same_inputs_for_the_same_seed():

@@ -18,6 +18,7 @@ import hashlib
 import importlib
 import io
 import os
+import traceback
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -27,10 +28,12 @@ from typing import Any
 import numpy as np
 
 from ..compare import CheckFailed, fail
+from ..engine.errors import Raised, StudentFault
 from ..symbolic import TimeLimit, time_limit
 
-__all__ = ["Check", "Context", "check", "run_check", "self_check", "get_check",
-           "checks_for", "seed_for", "ASSIGNMENT_MODULES", "CheckFailed"]
+__all__ = ["Check", "Context", "Outcome", "check", "evaluate", "run_check", "self_check",
+           "get_check", "checks_for", "seed_for", "PRACTICE_SALT", "ASSIGNMENT_MODULES",
+           "CheckFailed", "GraderError"]
 
 #: Assignment id -> bank module (relative to this package); the bank's index.
 ASSIGNMENT_MODULES: dict[str, str] = {
@@ -98,26 +101,27 @@ def checks_for(assignment: str) -> list[Check]:
 
 # ------------------------------------------------------------------ seeds
 
-
-def _student_key() -> str:
-    """Who is being graded, so inputs differ between students but not between regrades.
-
-    nbgrader runs a submission with the working directory
-    ``.../autograded/<student>/<assignment>``; ``AUTOGRADER_STUDENT`` overrides it.
-    """
-    if os.environ.get("AUTOGRADER_STUDENT"):
-        return os.environ["AUTOGRADER_STUDENT"]
-    parts = Path.cwd().parts
-    if len(parts) >= 3 and parts[-3] == "autograded":
-        return parts[-2]
-    return ""
+#: The salt of practice runs (``autograder check``, the exercises edition, plain
+#: ``nbgrader autograde`` without ``AUTOGRADER_SALT``): public, so never used to grade
+#: a class with ``autograder grade``, which reads a secret salt (:mod:`autograder.salt`).
+PRACTICE_SALT = "lecture9-self-attention/practice"
 
 
-def seed_for(name: str) -> int:
+def seed_for(name: str, *, student: str = "", salt: str = PRACTICE_SALT) -> int:
     """A seed stable for (course salt, student, check name), unknown without the salt."""
-    salt = os.environ.get("AUTOGRADER_SALT", "lecture9-self-attention")
-    digest = hashlib.sha256(f"{salt}|{_student_key()}|{name}".encode()).digest()
+    digest = hashlib.sha256(f"{salt}|{student}|{name}".encode()).digest()
     return int.from_bytes(digest[:8], "little")
+
+
+def _kernel_seed(name: str) -> int:
+    """Inside a Jupyter kernel (plain ``nbgrader autograde``): the student from
+    ``AUTOGRADER_STUDENT`` or the working directory ``.../autograded/<student>/<assignment>``,
+    the salt from ``AUTOGRADER_SALT``. Student code shares that process and could change
+    all three: this path is not tamper-proof (``autograder grade`` seeds in the grader)."""
+    parts = Path.cwd().parts
+    student = os.environ.get("AUTOGRADER_STUDENT") or (
+        parts[-2] if len(parts) >= 3 and parts[-3] == "autograded" else "")
+    return seed_for(name, student=student, salt=os.environ.get("AUTOGRADER_SALT", PRACTICE_SALT))
 
 
 # ------------------------------------------------------------------ context
@@ -128,7 +132,7 @@ class Context:
 
     def __init__(self, name: str, seed: int | None = None) -> None:
         self.name = name
-        self.seed = seed_for(name) if seed is None else seed
+        self.seed = _kernel_seed(name) if seed is None else seed
         self.rng = np.random.default_rng(self.seed)
 
     def call(self, func: object, *args: Any, what: str, **kwargs: Any) -> Any:
@@ -138,8 +142,14 @@ class Context:
         copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
         try:
             return func(*copies, **kwargs)
-        except (CheckFailed, TimeLimit):
+        except CheckFailed:
             raise
+        except Raised as err:  # raised in the sandbox, reported by type name
+            if err.is_a("NotImplementedError"):
+                fail(f"{what}：函数还没有实现（抛出了 NotImplementedError）。")
+            fail(f"{what} {err}")
+        except StudentFault as err:  # too slow, died, or answered with something odd
+            fail(f"{what}：{err}")
         except NotImplementedError:
             fail(f"{what}：函数还没有实现（抛出了 NotImplementedError）。")
         except Exception as err:  # the student's own bug, reported without our frames
@@ -168,23 +178,78 @@ def _quiet() -> Iterator[None]:
         yield
 
 
-def _run(name: str, values: dict[str, Any]) -> None:
+@dataclass(frozen=True)
+class Outcome:
+    """One check on one student's values.
+
+    ``status`` is ``"passed"``, ``"failed"`` (``message``: the Chinese diagnosis for the
+    student) or ``"error"``: the check itself broke, which is never the student's fault
+    (``detail``: the traceback, for the instructor).
+    """
+
+    name: str
+    title: str
+    status: str
+    message: str = ""
+    detail: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+#: Seconds past a check's own limit before the host stops it as runaway.
+RUNAWAY_SLACK = 1.0
+
+
+def evaluate(name: str, values: dict[str, Any], *, seed: int | None = None) -> Outcome:
+    """Run check ``name`` on ``values``; every way it can end becomes an :class:`Outcome`."""
     chk = get_check(name)
-    ctx = Context(name)
+    ctx = Context(name, seed)
     try:
-        with _quiet(), time_limit(chk.seconds):
+        with _quiet(), time_limit(chk.seconds + RUNAWAY_SLACK), _student_calls(chk.seconds):
             chk.func(ctx, **values)
     except CheckFailed as err:
-        raise CheckFailed(f"{chk.title}：{err}") from None
+        return Outcome(name, chk.title, "failed", str(err))
+    except StudentFault as err:
+        return Outcome(name, chk.title, "failed", str(err))
     except TimeLimit:
-        raise CheckFailed(f"{chk.title}：运行超过 {chk.seconds:g} 秒被停止。"
-                          "是否有死循环，或对很大的输入做了逐元素的 Python 循环？") from None
-    except TypeError as err:
-        raise CheckFailed(f"{chk.title}：检查时类型不符（{err}）。"
-                          "请确认函数的参数和返回值与题目要求一致。") from None
-    except Exception as err:  # never show our traceback, whatever went wrong
-        raise CheckFailed(f"{chk.title}：检查时出错（{type(err).__name__}: {err}）。"
-                          "请确认答案的类型和形状与题目要求一致。") from None
+        return Outcome(name, chk.title, "failed",
+                       f"运行超过 {chk.seconds:g} 秒被停止。是否有死循环，或对很大的输入做了逐元素的"
+                       " Python 循环？")
+    except Exception:  # a bug in the check: the instructor's problem, never a silent 0
+        return Outcome(name, chk.title, "error", GRADER_ERROR, traceback.format_exc())
+    return Outcome(name, chk.title, "passed")
+
+
+GRADER_ERROR = "评分程序内部出错（不是你的答案的问题）：老师会看到这条记录并处理，本项暂不计分。"
+
+
+class GraderError(Exception):
+    """Raised in a notebook's hidden test when the check itself broke."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[0;33m评分程序错误\x1b[0m: {str(self)}"]
+
+
+@contextlib.contextmanager
+def _student_calls(seconds: float) -> Iterator[None]:
+    """Calls into the sandbox answer within the check's time (no-op without the engine)."""
+    import time
+
+    from ..engine.proxy import call_deadline
+
+    with call_deadline(time.monotonic() + seconds):
+        yield
+
+
+def _run(name: str, values: dict[str, Any]) -> Outcome:
+    outcome = evaluate(name, values)
+    if outcome.status == "failed":
+        raise CheckFailed(f"{outcome.title}：{outcome.message}") from None
+    if outcome.status == "error":
+        raise GraderError(f"{outcome.title}：{outcome.message}\n{outcome.detail}") from None
+    return outcome
 
 
 def run_check(name: str, /, **values: Any) -> None:
@@ -194,11 +259,11 @@ def run_check(name: str, /, **values: Any) -> None:
 
 def self_check(name: str, /, **values: Any) -> bool:
     """Run one check for self-practice: prints a verdict in Chinese, never raises."""
-    title = get_check(name).title
-    try:
-        _run(name, values)
-    except CheckFailed as err:
-        print(f"❌ 未通过 — {err}")
-        return False
-    print(f"✅ 通过：{title}")
-    return True
+    outcome = evaluate(name, values)
+    if outcome.passed:
+        print(f"✅ 通过：{outcome.title}")
+    elif outcome.status == "failed":
+        print(f"❌ 未通过 — {outcome.title}：{outcome.message}")
+    else:
+        print(f"⚠️ {outcome.title}：{outcome.message}")
+    return outcome.passed

