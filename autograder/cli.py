@@ -14,6 +14,7 @@ import click
 
 from . import __version__
 from .course import CourseError
+from .engine.settings import DEFAULTS
 
 
 class _Group(click.Group):
@@ -117,44 +118,69 @@ def _summary(console, results, title: str) -> None:
     console.print(table)
 
 
+def _verbose(verbose: bool) -> None:
+    """``--verbose``: the engine's log on stderr (it always goes to the run's log file)."""
+    import logging
+
+    logger = logging.getLogger("autograder")
+    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
+    if verbose and not any(getattr(h, "_autograder_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler._autograder_cli = True
+        logger.addHandler(handler)
+
+
 @main.command("grade")
 @click.argument("submissions", type=click.Path(path_type=Path))
 @click.option("--assignment", "assignment", default=None,
               help="Grade only this assignment (default: every assignment found).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Submissions graded in parallel (default: number of CPUs).")
-@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
-              help="Wall-clock seconds per submission before it is stopped.")
-@click.option("--cell-timeout", type=click.IntRange(min=1), default=60, show_default=True,
-              help="Seconds per cell before nbgrader interrupts it (the rest still runs).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=DEFAULTS.timeout,
+              show_default=True, help="Wall-clock seconds per submission before it is stopped.")
+@click.option("--cell-timeout", type=click.FloatRange(min=1), default=DEFAULTS.cell_timeout,
+              show_default=True,
+              help="Seconds per cell before it is interrupted (the rest still runs).")
+@click.option("--memory", type=click.IntRange(min=64), default=DEFAULTS.memory_mb,
+              show_default=True, help="Memory per submission, in MiB, beyond the sandbox's own.")
+@click.option("--salt-file", type=click.Path(path_type=Path), default=None,
+              help="The course's secret salt (default: <course>/.autograder-salt, created "
+                   "on first use).")
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("grades"),
-              show_default=True, help="Folder for scores.csv, scores.json and feedback/.")
+              show_default=True, help="Folder for scores.csv, scores.json, feedback/ and the log.")
+@click.option("--verbose", "-v", is_flag=True, help="Log every step to stderr.")
 def grade_cmd(submissions: Path, assignment: str | None, jobs: int | None, timeout: float,
-              cell_timeout: int, out: Path) -> None:
+              cell_timeout: float, memory: int, salt_file: Path | None, out: Path,
+              verbose: bool) -> None:
     """Grade SUBMISSIONS (nbgrader's submitted/<student>/<assignment>/<assignment>.ipynb).
 
-    Each submission runs through nbgrader autograde and generate_feedback in its own
-    temporary course; a broken one gets its row with the reason and never stops the
-    batch. Exit code 0 when the batch ran, whatever the scores.
+    Each submission's code runs in a sandboxed child; the checks, seeds and scores stay
+    in the grader. Scores go to OUT and to the course's gradebook.db, autograded notebooks
+    to the course's autograded/. Exit code 0 when the batch ran, whatever the scores.
     """
+    from dataclasses import replace
+
     from . import grade as g
 
+    _verbose(verbose)
     console = _console()
     subs = g.find_submissions(submissions, assignment)  # bad input fails before any work
+    settings = replace(DEFAULTS, timeout=timeout, cell_timeout=cell_timeout, memory_mb=memory)
     started = time.monotonic()
     with _bar(console) as bar:
-        task = bar.add_task("preparing gradebook", total=len(subs))
+        task = bar.add_task("starting the sandbox", total=len(subs))
 
         def progress(done: int, total: int, what: str) -> None:
             bar.update(task, completed=done, total=total,
-                       description=f"grading {what}" if what else "grading")
+                       description=f"graded {what}" if what else "grading")
 
         results = g.grade(submissions=submissions, out=out, assignment=assignment, jobs=jobs,
-                          timeout=timeout, cell_timeout=cell_timeout, progress=progress)
+                          settings=settings, salt_file=salt_file, progress=progress)
     seconds = time.monotonic() - started
-    _summary(console, results, f"{len(results)} submission(s) graded in {seconds:.0f} s")
+    _summary(console, results, f"{len(results)} submission(s) graded in {seconds:.1f} s")
     console.print(f"scores: {out / 'scores.csv'}, {out / 'scores.json'}; "
-                  f"feedback: {out / 'feedback'}")
+                  f"feedback: {out / 'feedback'}; log: {out / 'grading.log'}")
 
 
 # ------------------------------------------------------------------ check
@@ -164,12 +190,13 @@ def grade_cmd(submissions: Path, assignment: str | None, jobs: int | None, timeo
 @click.argument("notebook", type=click.Path(path_type=Path))
 @click.option("--assignment", default=None,
               help="The assignment id (default: from the file name or the notebook's cells).")
-@click.option("--timeout", type=click.IntRange(min=1), default=60, show_default=True,
-              help="Seconds per cell before it is interrupted.")
-def check_cmd(notebook: Path, assignment: str | None, timeout: int) -> None:
+@click.option("--timeout", type=click.FloatRange(min=1), default=DEFAULTS.cell_timeout,
+              show_default=True, help="Seconds per cell before it is interrupted.")
+def check_cmd(notebook: Path, assignment: str | None, timeout: float) -> None:
     """Run your NOTEBOOK and every check of its assignment; print a report in Chinese.
 
-    Exit code 0 only when every check passes (nbgrader validate exits 0 on failures).
+    The same sandbox and checks as the grader, on practice inputs. Exit code 0 only when
+    every check passes (nbgrader validate exits 0 on failures).
     """
     from .selfcheck import self_check_notebook
 
@@ -182,10 +209,9 @@ def check_cmd(notebook: Path, assignment: str | None, timeout: int) -> None:
     passed = sum(o.passed for o in outcomes)
     console.print(f"[bold]{notebook.name}：自我检查报告[/bold]")
     for o in outcomes:
-        if o.passed:
-            console.print(f"✅ {o.cell}：{o.title}")
-        else:
-            console.print(f"❌ {o.cell}：{o.title}")
+        mark = "✅" if o.passed else "❌"
+        console.print(f"{mark} {o.cell}（{o.points:g} 分）：{o.title}", markup=False)
+        if not o.passed:
             for line in o.message.splitlines():
                 console.print(f"    {line}", markup=False)
     console.print(f"通过 {passed}/{len(outcomes)} 项检查 / {passed} of {len(outcomes)} checks "

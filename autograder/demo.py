@@ -1,10 +1,10 @@
 """``autograder demo``: the whole pipeline on a sample class, in a temporary course.
 
-For every assignment with a source notebook: nbgrader's ``generate_assignment``, a
-sample class (the source's own solution, a blank submission, one student per named
-mistake of the bank and, on request, the correct alternatives), grading through the
-same code path as ``autograder grade``, and a comparison of each student's lost cells
-with what the bank says that mistake must lose. The repository is only read.
+For every assignment with a source notebook: a sample class (the source's own solution,
+a blank submission, one student per named mistake and, on request, the correct
+alternatives) built from the release, graded through ``autograder grade`` with a fixed
+demo salt, and each student's lost cells compared with what its mistake must lose. The
+repository is only read.
 """
 
 from __future__ import annotations
@@ -16,15 +16,8 @@ from pathlib import Path
 
 from .build import present_assignments
 from .course import CourseError, find_root, source_notebook
-from .grade import (
-    DEFAULT_CELL_TIMEOUT,
-    DEFAULT_TIMEOUT,
-    Result,
-    default_jobs,
-    find_submissions,
-    grade_prepared,
-    prepare,
-)
+from .engine.settings import DEFAULTS, GradeSettings
+from .grade import FAILED, Result, grade
 
 __all__ = ["Expectation", "DemoResult", "demo"]
 
@@ -49,7 +42,7 @@ class DemoResult:
     def verdict(self, result: Result) -> bool:
         """The student lost exactly the expected cells and its feedback names its mistake."""
         exp = self.expectations[(result.student, result.assignment)]
-        if result.status == "failed":
+        if result.status == FAILED:
             return False
         auto = [c for c in result.max_scores if c not in result.manual]
         want = set(auto) if exp.loses is None else set(exp.loses)
@@ -73,8 +66,12 @@ class DemoResult:
         return all(self.verdict(r) for r in self.results)
 
 
+#: The demo's salt: fixed, so every run draws the same hidden inputs.
+DEMO_SALT = "autograder-demo"
+
+
 def demo(*, folder: Path | None = None, alternatives: bool = False, jobs: int | None = None,
-         timeout: float = DEFAULT_TIMEOUT, root: Path | None = None,
+         timeout: float = DEFAULTS.timeout, root: Path | None = None,
          progress: Callable[[int, int, str], None] | None = None,
          on_step: Callable[[str], None] | None = None) -> DemoResult:
     """Build a course in ``folder`` (default: a new temporary folder), grade its sample class.
@@ -96,8 +93,7 @@ def demo(*, folder: Path | None = None, alternatives: bool = False, jobs: int | 
                           "(the demo leaves the repository untouched)")
     if folder.exists() and any(folder.iterdir()):
         raise CourseError(f"{folder} is not empty: give a new or empty folder for the demo")
-    say(f"generate_assignment: {', '.join(assignments)}")
-    course = prepare(folder, root, assignments)
+    course = folder
     expectations: dict[tuple[str, str], Expectation] = {}
     for a in assignments:
         students = sample_class(a, with_alternatives=alternatives)
@@ -109,9 +105,7 @@ def demo(*, folder: Path | None = None, alternatives: bool = False, jobs: int | 
                 expectations[(student, a)] = Expectation(student, a, variant.description,
                                                          frozenset(variant.loses),
                                                          tuple(variant.feedback))
-    subs = find_submissions(course / "submitted")
-    say(f"grading {len(subs)} notebooks")
-    results = grade_prepared(subs, course, course / "results", jobs=jobs or default_jobs(),
-                             timeout=timeout, cell_timeout=DEFAULT_CELL_TIMEOUT,
-                             progress=progress)
+    say(f"grading {len(expectations)} notebooks")
+    results = grade(submissions=course / "submitted", out=course / "results", jobs=jobs,
+                    settings=GradeSettings(timeout=timeout, salt=DEMO_SALT), progress=progress)
     return DemoResult(folder, results, expectations)

@@ -233,14 +233,19 @@ def _describe(err: BaseException) -> dict:
     return {"type": names[0][:80], "bases": [n[:80] for n in names], "message": _safe_str(err)[:2000]}
 
 
-def prepare() -> Kernel:
-    """Build the shell and draw once, so forks start with matplotlib and SymPy warm."""
+def prepare(*, figures: bool = True, warm: bool = True) -> Kernel:
+    """Build the shell; with ``warm``, draw once so forks start with matplotlib and SymPy
+    warm. Without ``figures``, figures are closed at the end of each cell unrendered
+    (``autograder check`` needs verdicts, not pictures)."""
     import matplotlib
 
     matplotlib.use("module://matplotlib_inline.backend_inline")
     kernel = Kernel()
     kernel.shell.enable_matplotlib("inline")
-    _warm_up(kernel)
+    if not figures:
+        kernel.shell.display_formatter.formatters["image/png"].enabled = False
+    if warm:
+        _warm_up(kernel)
     return kernel
 
 
@@ -263,6 +268,12 @@ def _warm_up(kernel: Kernel) -> None:
     c = sp.Symbol("c")
     kernel.shell.display_formatter.format(sp.Matrix([[c * sp.exp(1 / sp.sqrt(2))]]))
     kernel.shell.display_formatter.format(np.eye(2))
+    with kernel._capture():  # a traceback's first rendering loads its formatting machinery
+        try:
+            raise ValueError("warm-up")
+        except ValueError:
+            kernel.shell.showtraceback()
+    kernel.recorder = Recorder()
 
 
 def serve(sock, kernel: Kernel) -> None:

@@ -21,7 +21,7 @@ from ..notebooks import HIDDEN_BEGIN, HIDDEN_END, strip_region
 from .hidden import CheckCall, check_calls
 
 __all__ = ["CellSpec", "Manifest", "ManifestError", "MANIFEST_DIR", "build_manifest", "load",
-           "manifest_path"]
+           "manifest_path", "release_notebook"]
 
 MANIFEST_DIR = Path(__file__).resolve().parent.parent / "manifests"
 FORMAT = 1
@@ -129,6 +129,24 @@ def build_manifest(*, assignment: str, source_nb, release_nb, gradebook_rows: di
     return {"format": FORMAT, "assignment": assignment, "digest": digest,
             "notebook_metadata": json.loads(json.dumps(dict(release_nb.metadata))),
             "gradebook": gradebook_rows, "cells": cells}
+
+
+def release_notebook(manifest: Manifest):
+    """The notebook students received (nbgrader's release), rebuilt from the manifest."""
+    import nbformat
+
+    cells = []
+    for spec in manifest.cells:
+        make = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
+                "raw": nbformat.v4.new_raw_cell}[spec.cell_type]
+        cell = make(spec.release)
+        cell.metadata = json.loads(json.dumps(spec.metadata))
+        if spec.id:
+            cell.id = spec.id
+        cells.append(cell)
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata = json.loads(json.dumps(manifest.notebook_metadata))
+    return nb
 
 
 def manifest_path(assignment: str, folder: Path = MANIFEST_DIR) -> Path:

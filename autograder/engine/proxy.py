@@ -81,18 +81,34 @@ class Isolation:
 class Zygote:
     """The pre-warmed process children are forked from; one per grading worker."""
 
-    def __init__(self, *, timeout: float = 180.0) -> None:
+    def __init__(self, *, timeout: float = 180.0, figures: bool = True, warm: bool = True,
+                 tokenizer: bool = True) -> None:
+        """``figures``: render plots as PNG; ``warm``: pre-draw and preload for many
+        forks; ``tokenizer``: preload q5's BPE tokenizer."""
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.root = Path(tempfile.mkdtemp(prefix="autograder-view-"))
+        options = json.dumps({"figures": figures, "warm": warm, "tokenizer": tokenizer})
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "autograder.engine.zygote", str(theirs.fileno()),
-             str(self.root)],
+             str(self.root), options],
             pass_fds=[theirs.fileno()], env=_zygote_env(), stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             cwd=tempfile.gettempdir())
         theirs.close()
         threading.Thread(target=self._relay_log, daemon=True).start()
-        self.control.settimeout(timeout)
+        self._timeout = timeout
+        self._isolation: Isolation | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def isolation(self) -> Isolation:
+        """Waits until the zygote is ready (it starts in the background)."""
+        if self._isolation is None:
+            self._isolation = self._await_ready()
+        return self._isolation
+
+    def _await_ready(self) -> Isolation:
+        self.control.settimeout(self._timeout)
         try:
             ready = json.loads(self.control.recv(1 << 16) or b"null")
         except (OSError, ValueError) as err:
@@ -103,8 +119,7 @@ class Zygote:
         if not isinstance(ready, dict):
             self.close()
             raise ZygoteError("the sandbox's zygote exited while starting; see the log")
-        self.isolation = Isolation(bool(ready.get("isolated")), str(ready.get("missing", "")))
-        self._lock = threading.Lock()
+        return Isolation(bool(ready.get("isolated")), str(ready.get("missing", "")))
 
     def _relay_log(self) -> None:
         for line in self.proc.stderr:
@@ -112,6 +127,7 @@ class Zygote:
 
     def spawn(self, limits: SandboxLimits) -> Child:
         """A new sandboxed child, ready for requests."""
+        _ = self.isolation
         ours, theirs = socket.socketpair()
         request = json.dumps({"op": "spawn", "limits": asdict(limits)}).encode()
         with self._lock:
@@ -272,6 +288,8 @@ def _gone_reason(err: wire.WireError) -> str:
 
 class RemoteFunction:
     """A student's function in the child; calling it is a request with a deadline."""
+
+    remote = True  # checks tell it from an in-process function by this
 
     def __init__(self, child: Child, handle: int, type_name: str) -> None:
         self._child, self._handle, self.type_name = child, handle, type_name

@@ -52,12 +52,14 @@ def _hidden_package() -> list[Path]:
 def main(argv: list[str]) -> int:
     control = socket.socket(fileno=int(argv[0]))
     root = Path(argv[1])
+    options = json.loads(argv[2]) if len(argv) > 2 else {}
     started = time.monotonic()
     import numpy  # noqa: F401
     import sympy  # noqa: F401
 
-    kernel = prepare()
-    _warm_tokenizer()
+    kernel = prepare(figures=options.get("figures", True), warm=options.get("warm", True))
+    if options.get("tokenizer", True):
+        _warm_tokenizer()
     base = sandbox.address_space()
     view = sandbox.enter_view(root, _hidden_package())
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel

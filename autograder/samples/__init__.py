@@ -44,12 +44,12 @@ def sample_class(assignment: str, *, with_alternatives: bool = True) -> dict[str
 
 def write_class(course: Path, source_nb: Path, assignment: str,
                 students: dict[str, Variant | None]) -> None:
-    """Write each student's notebook into ``course/submitted/<student>/<assignment>/``.
+    """Write each student's notebook into ``course/submitted/<student>/<assignment>/``,
+    starting from the release the installed manifest describes."""
+    from ..engine.manifest import load, release_notebook
 
-    The course must already hold the release (``nbgrader generate_assignment``).
-    """
     source = nbs.read(source_nb)
-    release = nbs.read(course / "release" / assignment / f"{assignment}.ipynb")
+    release = release_notebook(load(assignment))
     for student, variant in students.items():
         target = course / "submitted" / student / assignment / f"{assignment}.ipynb"
         nbs.write(nbs.make_submission(source, release, variant), target)

@@ -1,0 +1,159 @@
+"""The student's feedback page, rendered from the grader's own records.
+
+One self-contained HTML file: a summary table (✅/❌ and the check's Chinese title per
+graded cell, points), then the notebook with each graded cell's verdict in a wrapped,
+highlighted box above its code. Math renders offline as MathML (no CDN), hidden test
+regions are never shown, and the student's own HTML outputs are shown as text, never
+as markup. Verdicts come from :class:`~.pipeline.CellResult`, not from outputs.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from ..notebooks import HIDDEN_BEGIN, HIDDEN_END, strip_region
+
+__all__ = ["render_feedback", "markdown_html", "ICONS", "STATUS_WORDS"]
+
+ICONS = {"passed": "✅", "failed": "❌", "not-run": "❌", "error": "⚠️", "manual": "✍️"}
+STATUS_WORDS = {"passed": "通过", "failed": "未通过", "not-run": "未运行",
+                "error": "评分程序出错，待老师处理", "manual": "待老师人工评分"}
+HIDDEN_NOTE = "# （隐藏测试：由评分程序在随机输入上检查，代码不予显示）"
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+CSS = """
+body{font-family:system-ui,"Noto Sans CJK SC","Noto Sans SC","PingFang SC","Microsoft YaHei",
+"WenQuanYi Zen Hei",sans-serif;line-height:1.6;max-width:980px;margin:2em auto;padding:0 1em;
+color:#1f2328}
+h1{font-size:1.5em;margin-bottom:.2em} .sub{color:#57606a;margin-top:0}
+table.summary{border-collapse:collapse;width:100%;margin:1em 0}
+table.summary td,table.summary th{border:1px solid #d0d7de;padding:.35em .6em;text-align:left;
+vertical-align:top} table.summary td.pts{white-space:nowrap;text-align:right}
+.cell{margin:1.2em 0} .md{overflow-wrap:anywhere}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;font-family:ui-monospace,
+"SFMono-Regular",Menlo,Consolas,"Noto Sans Mono CJK SC",monospace;font-size:.9em}
+.code{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:.6em .8em}
+.out{padding:.4em .8em;border-left:3px solid #d0d7de;margin-top:.3em}
+.out.err{border-color:#cf222e;background:#fff8f8} .out img{max-width:100%}
+.verdict{border-radius:6px;padding:.6em .9em;margin-bottom:.4em;border-left:6px solid}
+.verdict.passed{background:#edfbef;border-color:#1a7f37}
+.verdict.failed,.verdict.not-run{background:#fff1f0;border-color:#cf222e}
+.verdict.error{background:#fff8e5;border-color:#bf8700}
+.verdict.manual{background:#f1f5ff;border-color:#0969da}
+.verdict .title{font-weight:600} .verdict .why{white-space:pre-wrap;overflow-wrap:anywhere;
+margin:.4em 0 0;background:#fffbdd;padding:.5em .7em;border-radius:4px}
+math[display=block]{display:block;margin:.6em 0;overflow-x:auto}
+"""
+
+
+def _latex(tex: str, display: bool) -> str:
+    from latex2mathml.converter import convert
+
+    try:
+        return convert(tex.strip(), display="block" if display else "inline")
+    except Exception:  # an expression the converter does not know: show the source
+        return f"<code>{html.escape(tex)}</code>"
+
+
+def _math(rendered: str) -> str:
+    """mistune's math placeholders -> MathML."""
+    rendered = re.sub(r'<div class="math">\$\$(.*?)\$\$</div>',
+                      lambda m: _latex(html.unescape(m.group(1)), True), rendered, flags=re.S)
+    return re.sub(r'<span class="math">\\\((.*?)\\\)</span>',
+                  lambda m: _latex(html.unescape(m.group(1)), False), rendered, flags=re.S)
+
+
+def markdown_html(text: str) -> str:
+    """Markdown (student or course text) as HTML: raw HTML escaped, math as MathML."""
+    import mistune
+
+    render = mistune.create_markdown(escape=True, plugins=["math", "table", "strikethrough"])
+    return _math(render(text))
+
+
+def _code(source: str) -> str:
+    try:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import PythonLexer
+
+        body = highlight(source, PythonLexer(), HtmlFormatter(nowrap=True, noclasses=True))
+    except ImportError:  # pragma: no cover - pygments comes with IPython
+        body = html.escape(source)
+    return f'<div class="code"><pre>{body}</pre></div>'
+
+
+def _output(out: dict) -> str:
+    kind = out.get("output_type")
+    if kind == "stream":
+        text = html.escape(_ANSI.sub("", out.get("text", "")))
+        return f'<div class="out"><pre>{text}</pre></div>'
+    if kind == "error":
+        lines = [_ANSI.sub("", line) for line in out.get("traceback", [])] or \
+            [f"{out.get('ename')}: {out.get('evalue')}"]
+        return f'<div class="out err"><pre>{html.escape(chr(10).join(lines))}</pre></div>'
+    data = out.get("data", {})
+    if "image/png" in data:
+        return f'<div class="out"><img alt="figure" src="data:image/png;base64,{data["image/png"]}"></div>'
+    if "text/latex" in data:
+        tex = data["text/latex"].strip().strip("$")
+        return f'<div class="out">{_latex(tex, True)}</div>'
+    if "text/plain" in data:
+        return f'<div class="out"><pre>{html.escape(_ANSI.sub("", data["text/plain"]))}</pre></div>'
+    return ""
+
+
+def _verdict(result) -> str:
+    status = result.status
+    score = "" if result.score is None else f"{result.score:g} / {result.max_score:g} 分"
+    why = "".join(f'<div class="why">{html.escape(m)}</div>' for m in result.messages
+                  if status != "passed")
+    return (f'<div class="verdict {status}"><span class="title">{ICONS[status]} '
+            f'{html.escape(result.title or result.grade_id)}</span> — {STATUS_WORDS[status]}'
+            f'{"，" + score if score else ""}{why}</div>')
+
+
+def _summary(job) -> str:
+    rows = []
+    for r in job.cells.values():
+        pts = "—" if r.score is None else f"{r.score:g}"
+        rows.append(f'<tr><td>{ICONS[r.status]}</td><td><a href="#{html.escape(r.grade_id)}">'
+                    f'{html.escape(r.title or r.grade_id)}</a></td><td>{STATUS_WORDS[r.status]}</td>'
+                    f'<td class="pts">{pts} / {r.max_score:g}</td></tr>')
+    auto = [r for r in job.cells.values() if not r.manual]
+    got = sum(r.score or 0 for r in auto)
+    total = sum(r.max_score for r in auto)
+    return (f"<p>自动评分：<b>{got:g} / {total:g}</b> 分；文字回答由老师人工评分。</p>"
+            '<table class="summary"><tr><th></th><th>检查项</th><th>结果</th><th>得分</th></tr>'
+            + "".join(rows) + "</table>")
+
+
+def render_feedback(job) -> str:
+    """The whole page for one graded submission."""
+    parts = [f"<h1>{html.escape(job.assignment)} 反馈</h1>",
+             f'<p class="sub">学生：{html.escape(job.student)}</p>', _summary(job)]
+    for cell in job.nb.cells:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        result = job.cells.get(gid)
+        anchor = f' id="{html.escape(gid)}"' if result else ""
+        body = _verdict(result) if result else ""
+        if cell.cell_type == "markdown":
+            body += f'<div class="md">{markdown_html(cell.source)}</div>'
+        elif cell.cell_type == "code":
+            source = cell.source
+            if HIDDEN_BEGIN in source:
+                kept = strip_region(source, HIDDEN_BEGIN, HIDDEN_END)
+                source = f"{kept}\n{HIDDEN_NOTE}" if kept.strip() else HIDDEN_NOTE
+            body += _code(source) + "".join(_output(o) for o in cell.get("outputs", [])
+                                            if not _is_verdict(o))
+        parts.append(f'<div class="cell"{anchor}>{body}</div>')
+    return ("<!DOCTYPE html>\n<html lang=\"zh-CN\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(job.assignment)} 反馈 — {html.escape(job.student)}</title>"
+            f"<style>{CSS}</style></head><body>{''.join(parts)}</body></html>\n")
+
+
+def _is_verdict(out: dict) -> bool:
+    """The grader's verdicts are shown in the box above the cell, not again below it."""
+    return out.get("output_type") == "error" and out.get("ename") in ("CheckFailed",
+                                                                      "GraderError")

@@ -1,0 +1,193 @@
+"""Submissions graded in parallel: N worker processes, each with its own zygote.
+
+The parent forks the workers before it starts any thread; each worker imports the
+checks once, starts a zygote and grades one submission at a time (the pipeline), then
+sends back a :class:`Graded` record: scores, notes, the autograded notebook and its
+feedback page. A worker that dies or overruns its watchdog is replaced and its
+submission reported as a grader error; the batch goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+
+from .settings import GradeSettings
+
+__all__ = ["Task", "Graded", "grade_tasks", "WATCHDOG_SLACK"]
+
+log = logging.getLogger("autograder.engine")
+
+#: Seconds past a submission's own time limit before its worker is presumed stuck.
+WATCHDOG_SLACK = 120.0
+
+
+@dataclass(frozen=True)
+class Task:
+    """One submission to grade."""
+
+    student: str
+    assignment: str
+    folder: Path
+
+
+@dataclass
+class Graded:
+    """What grading one submission produced (plain data, sent between processes)."""
+
+    task: Task
+    cells: list = field(default_factory=list)  # pipeline.CellResult, in notebook order
+    notes: list = field(default_factory=list)  # pipeline.Note
+    stopped: bool = False
+    notebook: str | None = None  # the autograded notebook (JSON text)
+    feedback: str | None = None  # the feedback page (HTML)
+    files: list[str] = field(default_factory=list)  # data files beside the notebook
+    unanswered: list[str] = field(default_factory=list)  # answer cells left as released
+    seconds: float = 0.0
+    crashed: str = ""  # a grader crash (traceback), not the student's doing
+    isolation: str = ""  # which sandbox protections were missing, if any
+
+
+def _grade_one(task: Task, settings: GradeSettings, zygote) -> Graded:
+    import nbformat
+
+    from .feedback import render_feedback
+    from .manifest import load
+    from .pipeline import Job, run
+
+    job = run(Job(task.student, task.assignment, task.folder, load(task.assignment), settings,
+                  zygote=zygote))
+    graded = Graded(task, list(job.cells.values()), job.notes, job.stopped,
+                    seconds=job.seconds, files=sorted(job.files),
+                    unanswered=sorted(job.unanswered))
+    if job.nb is not None and not job.stopped:
+        graded.notebook = nbformat.writes(job.nb)
+        graded.feedback = render_feedback(job)
+    return graded
+
+
+def _worker(conn: Connection, settings: GradeSettings, level: int) -> None:
+    """A worker's life: one zygote, then tasks until the parent closes the pipe."""
+    logging.getLogger("autograder").setLevel(level)
+    from .proxy import Zygote, ZygoteError
+
+    try:
+        zygote = Zygote()
+    except ZygoteError as err:
+        conn.send(("dead", str(err)))
+        return
+    conn.send(("ready", zygote.isolation.missing))
+    try:
+        while True:
+            try:
+                position, task = conn.recv()
+            except EOFError:
+                return
+            try:
+                graded = _grade_one(task, settings, zygote)
+            except Exception:  # a grader bug: reported, never the student's 0
+                graded = Graded(task, crashed=traceback.format_exc())
+            conn.send(("done", (position, graded)))
+    finally:
+        zygote.close()
+
+
+class _Worker:
+    def __init__(self, ctx, settings: GradeSettings) -> None:
+        self.conn, theirs = ctx.Pipe()
+        level = logging.getLogger("autograder").getEffectiveLevel()
+        self.proc = ctx.Process(target=_worker, args=(theirs, settings, level), daemon=True)
+        self.proc.start()
+        theirs.close()
+        self.task: Task | None = None
+        self.position = -1
+        self.since = 0.0
+        self.ready = False
+
+    def give(self, position: int, task: Task) -> None:
+        self.task, self.position, self.since = task, position, time.monotonic()
+        self.conn.send((position, task))
+
+    def stop(self) -> None:
+        self.conn.close()
+        self.proc.join(timeout=10)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+
+
+def _logging_handlers_flushed() -> None:
+    for handler in logging.getLogger().handlers + logging.getLogger("autograder").handlers:
+        handler.flush()
+
+
+def grade_tasks(tasks: Iterable[Task], settings: GradeSettings, *, jobs: int,
+                progress: Callable[[Graded], None] | None = None) -> list[Graded]:
+    """Grade every task on ``jobs`` workers; results in the order of ``tasks``."""
+    tasks = list(tasks)
+    if not tasks:
+        return []
+    ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    _logging_handlers_flushed()
+    workers = [_Worker(ctx, settings) for _ in range(max(1, min(jobs, len(tasks))))]
+    pending = list(reversed(list(enumerate(tasks))))
+    results: dict[int, Graded] = {}
+    try:
+        while len(results) < len(tasks):
+            for w in workers:
+                if w.ready and w.task is None and pending:
+                    w.give(*pending.pop())
+            for position, graded in _collect(workers, ctx, settings):
+                results[position] = graded
+                if progress:
+                    progress(graded)
+    finally:
+        for w in workers:
+            w.stop()
+    return [results[i] for i in range(len(tasks))]
+
+
+def _collect(workers: list[_Worker], ctx, settings: GradeSettings) -> list[tuple[int, Graded]]:
+    """Wait up to a few seconds for news from the workers; replace dead or stuck ones."""
+    limit = settings.timeout + WATCHDOG_SLACK
+    ready = wait([w.conn for w in workers], timeout=5.0)
+    finished = []
+    for i, w in enumerate(workers):
+        if w.conn in ready:
+            try:
+                kind, payload = w.conn.recv()
+            except (EOFError, OSError):
+                kind, payload = "dead", "the grading worker exited"
+            if kind == "ready":
+                w.ready = True
+                if payload:
+                    log.warning("sandbox: %s", payload)
+            elif kind == "done":
+                finished.append(payload)
+                w.task = None
+            else:
+                finished += _lost(w, f"grading worker died: {payload}")
+                workers[i] = _Worker(ctx, settings)
+        elif w.task is not None and time.monotonic() - w.since > limit:
+            w.proc.kill()
+            finished += _lost(w, f"grading worker stuck for more than {limit:g} s")
+            workers[i] = _Worker(ctx, settings)
+    return finished
+
+
+def _lost(worker: _Worker, reason: str) -> list[tuple[int, Graded]]:
+    log.error("%s", reason)
+    if worker.task is None:
+        if not worker.ready:
+            raise RuntimeError(f"{reason}: the sandbox could not be started (see the log)")
+        return []
+    lost = [(worker.position, Graded(worker.task, crashed=reason))]
+    worker.task = None
+    return lost

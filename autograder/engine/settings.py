@@ -1,0 +1,24 @@
+"""The grading settings and their defaults, defined once (the CLI and nbgrader_config read them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..bank import PRACTICE_SALT
+
+__all__ = ["GradeSettings", "DEFAULTS"]
+
+
+@dataclass(frozen=True)
+class GradeSettings:
+    """``timeout``: wall-clock seconds per submission; ``cell_timeout``: seconds per cell
+    (the cell is interrupted, later cells still run); ``memory_mb``: memory per
+    submission; ``salt``: the course's secret seed salt (see :mod:`autograder.salt`)."""
+
+    timeout: float = 300.0
+    cell_timeout: float = 60.0
+    memory_mb: int = 2048
+    salt: str = PRACTICE_SALT
+
+
+DEFAULTS = GradeSettings()
