@@ -159,8 +159,13 @@ def test_temperature_rejects_wrong_sweeps_with_their_names(student, message):
 
 
 def test_temperature_accepts_the_closed_form_and_numpy_scalars():
-    run_check("q1.temperature", position1_max_weight=lambda c: np.float32(_sigmoid(c / np.sqrt(2))))
-    run_check("q1.temperature", position1_max_weight=lambda c: np.array([_sigmoid(c / np.sqrt(2))]))
+    run_check("q1.temperature", position1_max_weight=lambda c: np.float64(_sigmoid(c / np.sqrt(2))))
+    run_check("q1.temperature", position1_max_weight=lambda c: np.array(_sigmoid(c / np.sqrt(2))))
+
+
+def test_temperature_wants_a_number_not_a_one_element_array():
+    with pytest.raises(CheckFailed, match="应是一个数"):
+        run_check("q1.temperature", position1_max_weight=lambda c: np.array([_sigmoid(c / np.sqrt(2))]))
 
 
 def test_temperature_sweep_is_the_figure_of_the_notebook(solution):

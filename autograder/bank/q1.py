@@ -241,6 +241,9 @@ def temperature(ctx: Context, *, position1_max_weight) -> None:
     for c in (0.0, *sorted(float(v) for v in ctx.rng.uniform(0.1, 10.0, size=4))):
         what = f"position1_max_weight({c:.4g})"
         got = ctx.call(position1_max_weight, c, what=what)
+        if isinstance(got, (list, tuple, np.ndarray)) and np.ndim(got) != 0:
+            fail(f"{what} 应是一个数，得到的是形状为 {np.shape(got)} 的数组或列表。"
+                 "请返回位置 1 那一行权重中最大的那个数（例如 float(...)）。")
         assert_number_close(got, _max_weight(c), what, rtol=1e-6, atol=1e-9,
                              hint=_temperature_hint(c))
 
