@@ -8,7 +8,13 @@ import sympy as sp
 from .. import misconceptions as mc
 from .. import reference as ref
 from ..compare import as_array, as_bool, assert_close, assert_number_close, fail
-from ..symbolic import assert_equivalent, assert_matrix_equivalent
+from ..symbolic import (
+    as_expression,
+    assert_equivalent,
+    assert_matrix_equivalent,
+    canonical,
+    is_equivalent,
+)
 from . import Context, check
 
 #: Tolerance for the hand example: the lecture's table is rounded to 3 decimals.
@@ -16,6 +22,21 @@ LECTURE_ATOL = 2e-3
 
 C = sp.Symbol("c")
 W11_EXACT = sp.exp(1 / sp.sqrt(2)) / (1 + sp.exp(1 / sp.sqrt(2)))
+#: Position 1's weight on itself when W_q = c·I (W_k = I): c is an inverse temperature.
+W11_OF_C = 1 / (1 + sp.exp(-C / sp.sqrt(2)))
+
+RATIO_IS_COEFFICIENT = mc.register(
+    "q1_ratio_is_coefficient", "把 W_v 的新系数当成了倍数",
+    "问的是 output_3I 相对 output_2I 的倍数。V 从 X·2I 变成 X·3I，倍数是两者之比 3/2，"
+    "而不是新系数 3。")
+C_ON_WV = mc.register(
+    "q1_c_on_wv", "把 c 乘在了 W_v 上",
+    "题目要把 W_q 换成 c·I（W_k = I，W_v = 2I 不变）。W_v 不参与打分，c 乘在 W_v 上，"
+    "位置 1 的权重就不随 c 变化，始终是讲义的 0.670。")
+WEIGHTS_LINEAR_IN_C = mc.register(
+    "q1_weights_linear_in_c", "以为权重随 c 线性变化",
+    "把 W_q 换成 c·I，打分变成原来的 c 倍，但 softmax 不是线性函数，权重不会跟着变成 c 倍"
+    "（c = 2 时 c·w11 已经大于 1，不可能是权重）。应把 c 乘在打分上，再做 softmax。")
 
 
 def _softmax_diag(z: np.ndarray, axis: int):
@@ -108,7 +129,7 @@ def self_attention_values(ctx: Context, *, self_attention) -> None:
                  diagnose=mc.diagnoser(mc.attention_variants(Q, K, V, d_model=X.shape[1])))
 
 
-@check("q1.value_scaling", "一般情形：W_v 放大 c 倍，权重不变、输出放大 c 倍")
+@check("q1.value_scaling", "一般情形：W_v 换成 c·W_v 时的权重与输出")
 def value_scaling(ctx: Context, *, self_attention) -> None:
     for square in (True, False):  # d_v = d_k first, so weights computed from V still run
         X, W_q, W_k, W_v = _self_attention_inputs(ctx, square)
@@ -145,28 +166,35 @@ def hand_example(ctx: Context, *, weights_2I, output_2I, weights_3I, output_3I) 
 
 def _scale_hint(value: float) -> str | None:
     if np.isclose(value, 3.0):
-        return "3 是 W_v 的新系数，但问的是 output_3I 相对 output_2I 的倍数：3I/2I，即 3/2。"
+        return RATIO_IS_COEFFICIENT.describe()
     if np.isclose(value, 2 / 3):
         return "方向反了：应是 output_3I 除以 output_2I。"
+    if np.isclose(value, 1.0):
+        return "倍数是 1 说明 output_3I 与 output_2I 相同：输出没有随 W_v 变化，检查加权求和用的是不是 V。"
     return None
 
 
-@check("q1.conclusions", "结论：输出放大 1.5 倍，权重不变")
-def conclusions(ctx: Context, *, output_scale_factor, weights_changed) -> None:
-    assert_number_close(output_scale_factor, 1.5, "output_scale_factor", rtol=1e-3, atol=1e-3,
-                        hint=_scale_hint)
+@check("q1.weights_changed", "权重会变吗：weights_changed")
+def weights_changed(ctx: Context, *, weights_changed) -> None:
     if as_bool(weights_changed, "weights_changed"):
-        fail("weights_changed 应为 False：W_v 不参与打分，Q/K 没变，权重就不变。"
+        fail("weights_changed 应为 False：把 W_v 换成 3I 后，Q、K 都没变，打分和权重也就不变。"
              f"\n可能的原因：{mc.CATALOG['weights_depend_on_v'].describe()}")
 
 
-@check("q1.weights_3Wq", "对照：W_q = 3I 时权重变尖锐")
+@check("q1.output_scale_factor", "输出变成原来的几倍：output_scale_factor")
+def output_scale_factor(ctx: Context, *, output_scale_factor) -> None:
+    assert_number_close(output_scale_factor, 1.5, "output_scale_factor", rtol=1e-3, atol=1e-3,
+                        hint=_scale_hint)
+
+
+@check("q1.weights_3Wq", "对照：W_q = 3I 时的权重")
 def weights_3Wq(ctx: Context, *, weights_3Wq) -> None:
     _, expected = ref.hand_example(q_scale=3.0)
     got = assert_close(weights_3Wq, expected, "weights_3Wq", rtol=0, atol=LECTURE_ATOL,
                        diagnose=_hand_diag(q_scale=3.0, weights=True))
     if np.allclose(got, ref.hand_example()[1], atol=LECTURE_ATOL):
-        fail("weights_3Wq 与 W_q = I 时的权重相同，但改变 W_q 会改变打分，权重应变尖锐。")
+        fail("weights_3Wq 与 W_q = I 时的权重相同，但改变 W_q 会改变打分，权重也会变。"
+             f"\n可能的原因：{mc.CATALOG['weights_depend_on_v'].describe()}")
 
 
 @check("q1.w11_exact", "精确权重 w11（SymPy，无浮点数）")
@@ -174,8 +202,61 @@ def w11_exact(ctx: Context, *, w11_exact) -> None:
     assert_equivalent(w11_exact, W11_EXACT, "w11_exact", symbols={})
 
 
-@check("q1.output1_symbolic", "位置 1 的输出随 c 线性变化（SymPy）")
+@check("q1.output1_symbolic", "W_v = cI 时位置 1 的精确输出（SymPy，无浮点数）")
 def output1_symbolic(ctx: Context, *, output1_symbolic) -> None:
     expected = C * sp.Matrix([[W11_EXACT, 1 - W11_EXACT]])
     assert_matrix_equivalent(output1_symbolic, expected, "output1_symbolic", symbols={"c": C},
                              allow_transpose=True)
+
+
+def _max_weight(c: float) -> float:
+    """Position 1's largest weight in the hand example with W_q = c·I (W_k = I, W_v = 2I)."""
+    return float(ref.hand_example(q_scale=c)[1][0].max())
+
+
+def _sigmoid(x: float) -> float:
+    return float(ref.softmax(np.array([x, 0.0]))[0])
+
+
+def _temperature_hint(c: float):
+    expected = _max_weight(c)
+    wrong = {
+        C_ON_WV.describe(): _max_weight(1.0),
+        mc.CATALOG["no_scaling"].describe(): _sigmoid(c),
+        mc.CATALOG["weights_depend_on_v"].describe(): _sigmoid(np.sqrt(2) * c),
+        "返回的是位置 1 那一行较小的权重（对位置 2 的权重），题目要的是最大的那个。": 1 - expected,
+    }
+
+    def hint(value: float) -> str | None:
+        for text, candidate in wrong.items():
+            if not np.isclose(candidate, expected, rtol=1e-6) and np.isclose(value, candidate, rtol=1e-6):
+                return text
+        return None
+
+    return hint
+
+
+@check("q1.temperature", "position1_max_weight：W_q = c·I 时位置 1 的最大权重")
+def temperature(ctx: Context, *, position1_max_weight) -> None:
+    for c in (0.0, *sorted(float(v) for v in ctx.rng.uniform(0.1, 10.0, size=4))):
+        what = f"position1_max_weight({c:.4g})"
+        got = ctx.call(position1_max_weight, c, what=what)
+        if isinstance(got, (list, tuple, np.ndarray)) and np.ndim(got) != 0:
+            fail(f"{what} 应是一个数，得到的是形状为 {np.shape(got)} 的数组或列表。"
+                 "请返回位置 1 那一行权重中最大的那个数（例如 float(...)）。")
+        assert_number_close(got, _max_weight(c), what, rtol=1e-6, atol=1e-9,
+                             hint=_temperature_hint(c))
+
+
+@check("q1.w11_of_c", "W_q = cI 时的精确权重 w11（SymPy，含 c，无浮点数）")
+def w11_of_c(ctx: Context, *, w11_of_c) -> None:
+    symbols = {"c": C}
+    expr = canonical(as_expression(w11_of_c, "w11_of_c"), symbols)
+    if {s.name for s in expr.free_symbols} <= {"c"}:
+        wrong = ((C * W11_EXACT, WEIGHTS_LINEAR_IN_C.describe()),
+                 (1 - W11_OF_C, "这是位置 1 对位置 2 的权重 w12，题目要的是对自己的权重 w11。"),
+                 (1 / (1 + sp.exp(-C)), mc.CATALOG["no_scaling"].describe()))
+        for form, why in wrong:
+            if is_equivalent(expr, form):
+                fail(f"w11_of_c 与正确答案不等价。\n可能的原因：{why}")
+    assert_equivalent(expr, W11_OF_C, "w11_of_c", symbols=symbols)
