@@ -281,6 +281,12 @@ def test_hand_swap_names_the_unswapped_outputs():
         run_check("q3.hand_swap", swapped_outputs=ref.hand_example()[0], swap_matches=True)
 
 
+def test_hand_swap_names_the_whole_pair():
+    pair = ref.self_attention(ref.HAND_X[[1, 0]], np.eye(2), np.eye(2), 2 * np.eye(2))
+    with pytest.raises(CheckFailed, match="二元组"):
+        run_check("q3.hand_swap", swapped_outputs=pair, swap_matches=True)
+
+
 def test_swap_residual_refuses_a_nonzero_residual():
     ns = _namespace()
     wrong = ns["symbolic_self_attention"](ns["P2"] * ns["X_sym"], ns["W_q_sym"], ns["W_k_sym"],

@@ -141,6 +141,8 @@ def hand_swap(ctx: Context, *, swapped_outputs, swap_matches) -> None:
     def diagnose(a: np.ndarray) -> str | None:
         if a.shape == original.shape and np.allclose(a, original, atol=LECTURE_ATOL):
             return "这是交换之前的输出：是否忘了把输入换成 [x2, x1] 再计算？"
+        if a.shape == (2, *original.shape):
+            return "这是 self_attention 返回的整个二元组 (output, weights)：只取第一项 output。"
         return None
 
     assert_close(arr, expected, "swapped_outputs", rtol=0, atol=LECTURE_ATOL, diagnose=diagnose)
