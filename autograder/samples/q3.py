@@ -6,7 +6,7 @@ here is loaded where student code runs."""
 
 from __future__ import annotations
 
-from ..bank.q3 import INVARIANCE, INVERSE_P, PE_EXPONENT, PE_SWAPPED
+from ..bank.q3 import BY_POSITION, INVARIANCE, INVERSE_P, MULTISET, PE_EXPONENT, PE_SWAPPED
 from ..variants import Edit, Variant
 
 ALTERNATIVES = [
@@ -25,6 +25,8 @@ ALTERNATIVES = [
              "    PE = np.zeros((n, d))\n    for pos in range(n):\n        for j in range(d):\n"
              "            angle = pos / 10000 ** (2 * (j // 2) / d)\n"
              "            PE[pos, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)"),
+        Edit("multiset_impl", "bites_weight_on_man = float(rbr_weights[1, 0] + rbr_weights[1, 2])",
+             "bites_weight_on_man = 1.0 - rbr_weights[1, 1]  # 权重之和为 1"),
         Edit("symbolic_impl", "    E = scores.applyfunc(sp.exp)\n"
              "    weights = sp.Matrix(E.rows, E.cols, lambda i, j: E[i, j] / sum(E.row(i)))",
              "    rows = []\n    for i in range(scores.rows):\n"
@@ -51,8 +53,10 @@ ALTERNATIVES = [
              "    div_term = np.exp(np.arange(0, d, 2) * (-np.log(10000.0) / d))\n"
              "    PE = np.zeros((n, d))\n    PE[:, 0::2] = np.sin(position * div_term)\n"
              "    PE[:, 1::2] = np.cos(position * div_term[: d // 2])"),
-        Edit("residual_impl", "P2 * symbolic_self_attention(X_sym, W_q_sym, W_k_sym, W_v_sym)",
-             "symbolic_self_attention(X_sym, W_q_sym, W_k_sym, W_v_sym)[[1, 0], :]"),
+        Edit("residual_impl", "P2 * symbolic_self_attention(X_sym, W_q_sym, W_k_sym, W_v_sym)[0]",
+             "symbolic_self_attention(X_sym, W_q_sym, W_k_sym, W_v_sym)[0][[1, 0], :]"),
+        Edit("multiset_impl", "repeat_matters = bool(not np.allclose(rbr_outputs[1], original_outputs[1]))",
+             "repeat_matters = np.abs(rbr_outputs[1] - original_outputs[1]).max() > 1e-9"),
     )),
 ]
 
@@ -76,4 +80,12 @@ MISTAKES = [
     Variant("pe_exponent_i_over_d", "位置编码的指数 2i/d 写成 i/d",
             edits=(Edit("pe_impl", "np.power(10000.0, 2 * i / d)", "np.power(10000.0, i / d)"),),
             loses=_PE_CELLS, feedback=(PE_EXPONENT.label,)),
+    Variant("multiset_as_set", "“人咬人”里只算了一个“人”的权重（当成集合）",
+            edits=(Edit("multiset_impl", "float(rbr_weights[1, 0] + rbr_weights[1, 2])",
+                        "float(rbr_weights[1, 0])"),),
+            loses=frozenset({"test_multiset"}), feedback=(MULTISET.label,)),
+    Variant("compare_by_position", "狗咬人 / 人咬狗 按行号而不是按词比较输出",
+            edits=(Edit("dog_impl", "np.allclose(out_mbd[word_order], out_dbm)",
+                        "np.allclose(out_mbd, out_dbm)"),),
+            loses=frozenset({"test_dog_bites_man"}), feedback=(BY_POSITION.label,)),
 ]
