@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -72,7 +73,10 @@ def write_gradebook(path: Path, graded: Iterable, manifests: dict[str, Manifest]
     bindir = str(Path(sys.executable).parent)
     if bindir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
-    with Gradebook(f"sqlite:///{path}") as gb:
+    with Gradebook(f"sqlite:///{path}") as gb, warnings.catch_warnings():
+        # nbgrader's add_submission builds rows before adding them: SQLAlchemy's
+        # autoflush warnings about it are nbgrader's, and harmless
+        warnings.simplefilter("ignore")
         for a in sorted({g.task.assignment for g in graded}):
             _ensure_assignment(gb, manifests[a])
         for g in graded:
