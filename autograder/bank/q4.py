@@ -12,7 +12,7 @@ import sympy as sp
 
 from .. import misconceptions as mc
 from .. import reference as ref
-from ..compare import CheckFailed, as_array, as_bool, assert_close, fail, fmt
+from ..compare import CheckFailed, as_array, assert_close, fail, fmt
 from ..symbolic import (
     as_expression,
     as_matrix,
@@ -313,13 +313,6 @@ def linear_map(ctx: Context, *, equivalent_linear_map) -> None:
                 f"d_k={W_q.shape[1]}，d_v={W_v.shape[1]}）")
         got = ctx.call(equivalent_linear_map, W_q, W_k, W_v, what=what)
         assert_close(got, W_v, what, rtol=RTOL, atol=ATOL, diagnose=_map_diag(W_q, W_k, W_v))
-
-
-@check("q4.independent_of_qk", "结论：n = 1 时输出与 W_q、W_k 无关")
-def independent_of_qk(ctx: Context, *, output_independent_of_qk) -> None:
-    if not as_bool(output_independent_of_qk, "output_independent_of_qk"):
-        fail("output_independent_of_qk 应为 True。\n可能的原因："
-             f"{OUTPUT_DEPENDS_ON_QK.describe()}")
 
 
 @check("q4.softmax_symbolic", "一个符号打分 s 的 softmax 化简为 1（SymPy）")
