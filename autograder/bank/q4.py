@@ -1,4 +1,7 @@
-"""Checks for q4_single_token: n = 1, where attention degenerates to the linear map x·W_v."""
+"""Checks for q4_single_token: n = 1, where attention degenerates to the linear map x·W_v,
+and the contrasts where it does not (two tokens: a sigmoid of the score difference; one
+decoding step against a KV cache of t > 1 tokens), with the first causal position, which
+always does."""
 
 from __future__ import annotations
 
@@ -9,13 +12,14 @@ import sympy as sp
 
 from .. import misconceptions as mc
 from .. import reference as ref
-from ..compare import as_array, as_bool, assert_close, fail, fmt
+from ..compare import CheckFailed, as_array, assert_close, fail, fmt
 from ..symbolic import (
     as_expression,
     as_matrix,
     assert_equivalent,
     assert_matrix_equivalent,
     canonical,
+    is_equivalent,
 )
 from . import Context, check
 
@@ -35,7 +39,30 @@ MAP_TRANSPOSED = mc.register(
     "讲义用行向量约定：output = x·M，x 形状 (1, d_model)，所以 M 的形状是 (d_model, d_v)，"
     "就是 W_v 本身，而不是 W_vᵀ。")
 
+DELTA_SIGN = mc.register(
+    "two_token_delta_sign", "Δs 的方向弄反了",
+    "token 1 的权重是 e^{s1}/(e^{s1}+e^{s2}) = 1/(1+e^{−(s1−s2)}) = σ(Δs)，Δs = s1 − s2。"
+    "token 1 的打分更高（Δs > 0）时，它的权重应大于 0.5；得到的是 σ(−Δs)，那是 token 2 的权重。")
+TWO_TOKEN_OVERFLOW = mc.register(
+    "two_token_overflow", "两个 token 的权重数值溢出",
+    "直接算 e^{Δs}/(e^{Δs}+1)：Δs = 1000 时 e^{Δs} 溢出成 inf，inf/inf 得到 NaN。"
+    "改写成 1/(1+e^{−Δs})（Δs ≥ 0 时）和 e^{Δs}/(1+e^{Δs})（Δs < 0 时），"
+    "或像讲义的 softmax 那样，对 [Δs, 0] 先减去最大值再取 exp。")
+DECODE_DEGENERATE = mc.register(
+    "decode_degenerate", "以为一步解码也退化成只看自己",
+    "生成时每一步只有一个新 token，但它的 Query 要和缓存里全部 t 个 Key 打分：打分表是 1×t，"
+    "softmax 在 t 个数上做，权重随 q 变化。只有 t = 1（缓存里只有它自己）时才退化成 v。")
+CAUSAL_NO_MASK = mc.register(
+    "causal_no_mask", "解码时看到了后面的 token",
+    "生成位置 i 时，后面的 token 还没有生成：缓存里只有位置 1..i 的 K、V（包括它自己），"
+    "不能用整句的 K、V。因此位置 1 只能看它自己，输出恒为 x₁·W_v。")
+CACHE_WITHOUT_SELF = mc.register(
+    "cache_without_self", "缓存里漏了当前 token 自己",
+    "讲义说每个词去和句子里每一个词（包括它自己）匹配：位置 i 的缓存是位置 1..i，"
+    "要先把 k_i、v_i 放进缓存，再用 q_i 打分。")
+
 S = sp.Symbol("s")
+DELTA = sp.Symbol("delta")
 _X_NAMES = ("x1", "x2")
 _W_NAMES = {w: tuple(f"{w}{i}{j}" for i in (1, 2) for j in (1, 2)) for w in ("q", "k", "v")}
 SYMBOLS = {name: sp.Symbol(name) for name in
@@ -128,22 +155,54 @@ def _shape_text(x: np.ndarray, W_q: np.ndarray, W_v: np.ndarray | None = None) -
 # ------------------------------------------------------------------ checks
 
 
-@check("q4.hand_example", "讲义例子只留 x1：权重与输出")
-def hand_example(ctx: Context, *, hand_weight, hand_output) -> None:
+#: The lecture prints the hand example to 3 decimals; compare with its precision.
+LECTURE_ATOL = 2e-3
+
+
+def _hand_shape_hint(name: str, shape: str) -> Callable[[np.ndarray], str | None]:
+    def hint(arr: np.ndarray) -> str | None:
+        if arr.ndim != 2:
+            return (f"{name} 应是形状 {shape} 的二维数组（打分表、权重和输出都按行排列，"
+                    "一个 token 也是一行），例如用 Q @ K.T 这样的矩阵乘法得到。")
+        return None
+
+    return hint
+
+
+@check("q4.hand_example", "讲义例子只留 x1：打分表、权重与输出")
+def hand_example(ctx: Context, *, hand_scores, hand_weight, hand_output) -> None:
     x1, eye = np.array([[1.0, 0.0]]), np.eye(2)
     s = _score(x1, eye, eye)
-    raw = [("raw_scores", s), ("raw_scores", s * np.sqrt(2))]
-    assert_close(hand_weight, np.ones((1, 1)), "hand_weight", rtol=0, atol=1e-6,
-                 diagnose=_first(_weights_shape_hint, _diagnoser(raw)))
+    copied = ("这是讲义两个 token 时的数。只剩 x1 时没有 x2 来“分走”权重，"
+              "要按三步重新算。")
+
+    def score_hint(arr: np.ndarray) -> str | None:
+        return _first(_hand_shape_hint("hand_scores", "(n, n) = (1, 1)"),
+                      _diagnoser([("no_scaling", s * np.sqrt(2)), ("divide_by_dk", s / np.sqrt(2))]))(arr)
+
+    assert_close(hand_scores, s, "hand_scores", rtol=0, atol=LECTURE_ATOL, diagnose=score_hint)
+
+    def weight_hint(arr: np.ndarray) -> str | None:
+        if arr.shape == (1, 1) and abs(arr[0, 0] - 0.670) < LECTURE_ATOL:
+            return copied
+        return _first(_hand_shape_hint("hand_weight", "(n, n) = (1, 1)"),
+                      _diagnoser([("raw_scores", s), ("exp_without_normalising", np.exp(s))]))(arr)
+
+    assert_close(hand_weight, np.ones((1, 1)), "hand_weight", rtol=0, atol=LECTURE_ATOL,
+                 diagnose=weight_hint)
 
     def output_hint(arr: np.ndarray) -> str | None:
-        if arr.shape == (1, 2) and np.allclose(arr, x1, atol=1e-6):
+        if arr.shape == (1, 2) and np.allclose(arr, x1, atol=LECTURE_ATOL):
             return (f"得到的正是 x1 = [1, 0]。{OUTPUT_IS_X.describe()}"
                     "（本例 W_q = I，所以用 x·W_q 当输出也会得到 x1："
                     f"{mc.CATALOG['q_as_v'].describe()}）")
-        return _diagnoser([("raw_scores", s @ (2 * x1)), ("raw_scores", np.sqrt(2) * s @ (2 * x1))])(arr)
+        if arr.shape == (1, 2) and np.allclose(arr, [[1.340, 0.660]], atol=LECTURE_ATOL):
+            return copied
+        return _first(_hand_shape_hint("hand_output", "(n, d_v) = (1, 2)"),
+                      _diagnoser([("raw_scores", s @ (2 * x1)),
+                                  ("raw_scores", np.sqrt(2) * s @ (2 * x1))]))(arr)
 
-    assert_close(hand_output, 2 * x1, "hand_output", rtol=0, atol=1e-6, diagnose=output_hint)
+    assert_close(hand_output, 2 * x1, "hand_output", rtol=0, atol=LECTURE_ATOL, diagnose=output_hint)
 
 
 @check("q4.weights", "single_token_weights：一个打分做 softmax，恒为 [[1.0]]")
@@ -256,13 +315,6 @@ def linear_map(ctx: Context, *, equivalent_linear_map) -> None:
         assert_close(got, W_v, what, rtol=RTOL, atol=ATOL, diagnose=_map_diag(W_q, W_k, W_v))
 
 
-@check("q4.independent_of_qk", "结论：n = 1 时输出与 W_q、W_k 无关")
-def independent_of_qk(ctx: Context, *, output_independent_of_qk) -> None:
-    if not as_bool(output_independent_of_qk, "output_independent_of_qk"):
-        fail("output_independent_of_qk 应为 True。\n可能的原因："
-             f"{OUTPUT_DEPENDS_ON_QK.describe()}")
-
-
 @check("q4.softmax_symbolic", "一个符号打分 s 的 softmax 化简为 1（SymPy）")
 def softmax_symbolic(ctx: Context, *, softmax_single_symbolic) -> None:
     value = softmax_single_symbolic
@@ -302,3 +354,151 @@ def residual_symbolic(ctx: Context, *, symbolic_single_token_residual) -> None:
         if hint:
             fail(f"{what} 化简后不是零矩阵。\n可能的原因：{hint}")
     assert_matrix_equivalent(mat, sp.zeros(1, 2), what, symbols=SYMBOLS)
+
+
+# ------------------------------------------------------------------ contrasts: n ≥ 2 does not degenerate
+
+
+def _sigmoid(d: np.ndarray) -> np.ndarray:
+    """σ(d) = 1/(1 + e^{−d}) without overflow for any float64 d."""
+    d = np.asarray(d, dtype=np.float64)
+    e = np.exp(-np.abs(d))
+    return np.where(d >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _two_token_diag(delta: np.ndarray) -> Callable[[np.ndarray], str | None]:
+    with np.errstate(all="ignore"):
+        naive = np.exp(delta) / (np.exp(delta) + 1)
+        pairs = [("two_token_delta_sign", _sigmoid(-delta)), ("exp_without_normalising", np.exp(delta)),
+                 ("raw_scores", delta)]
+
+    def diagnose(arr: np.ndarray) -> str | None:
+        if arr.shape == delta.shape and np.isnan(arr).any() and np.isnan(naive).any():
+            return TWO_TOKEN_OVERFLOW.describe()
+        return _diagnoser(pairs)(arr)
+
+    return diagnose
+
+
+@check("q4.two_token_weight", "two_token_weight：两个 token 时 token 1 的权重是 σ(Δs)")
+def two_token_weight(ctx: Context, *, two_token_weight) -> None:
+    cases = [
+        ("随机的 Δs，形状 (k,)", ctx.rng.normal(0.0, 3.0, size=int(ctx.rng.integers(5, 12)))),
+        ("随机的 Δs，形状 (2, 3)", ctx.rng.normal(0.0, 3.0, size=(2, 3))),
+        ("Δs = ±1000 及附近", np.array([-1000.0, -700.0, -40.0, 40.0, 700.0, 1000.0])),
+    ]
+    for description, delta in cases:
+        what = f"two_token_weight(delta_s)（{description}）"
+        got = ctx.call(two_token_weight, delta, what=what)
+        assert_close(got, _sigmoid(delta), what, rtol=1e-7, atol=1e-12, diagnose=_two_token_diag(delta))
+
+
+_TWO_TOKEN_NAMES = {"delta": DELTA}
+
+
+@check("q4.two_token_symbolic", "两个 token 的权重化简为只含 Δs 的 σ(Δs)（SymPy）")
+def two_token_symbolic(ctx: Context, *, two_token_weight_symbolic) -> None:
+    what = "two_token_weight_symbolic"
+    value = two_token_weight_symbolic
+    if isinstance(value, sp.MatrixBase) and value.shape == (1, 1):
+        value = value[0, 0]
+    expr = canonical(as_expression(value, what), _TWO_TOKEN_NAMES)
+    extra = {v for v in expr.free_symbols if v.name != "delta"}
+    if extra:
+        simpler = sp.simplify(expr)
+        if any(v.name != "delta" for v in simpler.free_symbols):
+            names = ", ".join(sorted(v.name for v in simpler.free_symbols if v.name != "delta"))
+            fail(f"{what} 化简后还含有 {names}：期望一个只含 delta（Δs = s1 − s2）的表达式。"
+                 "提示：代入 s1 = s2 + delta（.subs），分子分母里的 e^{s2} 会约掉。")
+        expr = simpler
+    expected = 1 / (1 + sp.exp(-DELTA))
+    if expr.free_symbols and is_equivalent(expr, 1 / (1 + sp.exp(DELTA)), seconds=5):
+        fail(f"{what} 等于 1/(1+e^delta)，不对：期望 σ(Δs) = 1/(1+e^(−delta))。"
+             f"\n可能的原因：{DELTA_SIGN.describe()}")
+    if is_equivalent(expr, sp.exp(DELTA), seconds=5):
+        fail(f"{what} 等于 e^delta，不对：期望 1/(1+e^(−delta))。"
+             f"\n可能的原因：{mc.CATALOG['exp_without_normalising'].describe()}")
+    assert_equivalent(expr, expected, what, symbols=_TWO_TOKEN_NAMES)
+
+
+def _decode_inputs(ctx: Context, t: int, dtype: type = np.float64):
+    d_k, d_v = ctx.dims(2, 8, 2)
+    return (2 * ctx.randn(1, d_k, dtype=dtype), ctx.randn(t, d_k, dtype=dtype),
+            ctx.randn(t, d_v, dtype=dtype))
+
+
+@check("q4.decode_step", "decode_step：一个 Query 对 t 个缓存的 Key/Value（t > 1 时不退化）")
+def decode_step(ctx: Context, *, decode_step) -> None:
+    cases = [_decode_inputs(ctx, int(ctx.rng.integers(2, 9))) for _ in range(3)]
+    cases += [_decode_inputs(ctx, int(ctx.rng.integers(2, 9)), np.float32), _decode_inputs(ctx, 1)]
+    for q, K_cache, V_cache in cases:
+        t, d_k = K_cache.shape
+        what = (f"decode_step(q, K_cache, V_cache)（t={t}，d_k={d_k}，d_v={V_cache.shape[1]}，"
+                f"{q.dtype.name}）")
+        got = ctx.call(decode_step, q, K_cache, V_cache, what=what)
+        expected = ref.attention(q, K_cache, V_cache).astype(np.float64)
+        variants = mc.attention_variants(q, K_cache, V_cache)
+        variants.pop("q_as_v", None)
+        pairs = [("decode_degenerate", np.asarray(V_cache[-1:], dtype=np.float64)),
+                 *variants.items()]
+        assert_close(got, expected, what, rtol=RTOL, atol=ATOL,
+                     diagnose=_diagnoser(pairs) if t > 1 else None)
+
+
+def _causal_output(X, W_q, W_k, W_v) -> np.ndarray:
+    """Causal self-attention: position i attends to positions 1..i (itself included); float64."""
+    X, W_q, W_k, W_v = (np.asarray(a, dtype=np.float64) for a in (X, W_q, W_k, W_v))
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v
+    n = X.shape[0]
+    allowed = np.tril(np.ones((n, n), dtype=bool))
+    scores = np.where(allowed, Q @ K.T / np.sqrt(K.shape[-1]), -np.inf)
+    return ref.softmax(scores) @ V
+
+
+def _kv_inputs(ctx: Context, n: int, dtype: type = np.float64):
+    d_model, d_k, d_v = ctx.dims(2, 7, 3)
+    return (ctx.randn(n, d_model, dtype=dtype), 2 * ctx.randn(d_model, d_k, dtype=dtype),
+            ctx.randn(d_model, d_k, dtype=dtype), ctx.randn(d_model, d_v, dtype=dtype))
+
+
+def _kv_diag(expected: np.ndarray, X, W_q, W_k, W_v) -> Callable[[np.ndarray], str | None]:
+    """Name the wrong causal outputs: all of X in the cache, each position only itself,
+    softmax over the cache axis, one row short, position 1 wrong."""
+    n, d_v = expected.shape
+    V = np.asarray(X, dtype=np.float64) @ np.asarray(W_v, dtype=np.float64)
+    no_mask = _diagnoser([
+        ("causal_no_mask", ref.self_attention(X, W_q, W_k, W_v)[0].astype(np.float64)),
+        ("decode_degenerate", V),
+        ("softmax_query_axis", np.cumsum(V, axis=0)),
+    ])
+
+    def diagnose(arr: np.ndarray) -> str | None:
+        found = no_mask(arr) if n > 1 else None
+        if found:
+            return found
+        if arr.shape == (n - 1, d_v):
+            return f"少了一行。{CACHE_WITHOUT_SELF.describe()}"
+        if arr.shape == expected.shape and not np.allclose(arr[0], expected[0], rtol=RTOL, atol=ATOL):
+            return ("位置 1 的输出不对：它的缓存里只有它自己（t = 1），权重恒为 1，"
+                    "输出应恰为 x₁·W_v，与 W_q、W_k 无关。")
+        return None
+
+    return diagnose
+
+
+@check("q4.kv_cache_decode", "kv_cache_decode：按因果顺序逐步解码，位置 1 只能看它自己")
+def kv_cache_decode(ctx: Context, *, kv_cache_decode) -> None:
+    cases = [_kv_inputs(ctx, int(ctx.rng.integers(3, 7))) for _ in range(2)]
+    cases += [_kv_inputs(ctx, int(ctx.rng.integers(3, 7)), np.float32), _kv_inputs(ctx, 1)]
+    for X, W_q, W_k, W_v in cases:
+        n, d_v = X.shape[0], W_v.shape[1]
+        what = f"kv_cache_decode(X, W_q, W_k, W_v)（n={n}，d_k={W_q.shape[1]}，d_v={d_v}，{X.dtype.name}）"
+        try:
+            got = ctx.call(kv_cache_decode, X, W_q, W_k, W_v, what=what)
+        except CheckFailed as err:
+            if "运行出错" not in str(err):
+                raise
+            fail(f"{err}\n如果是在位置 1 出的错（缓存为空）：{CACHE_WITHOUT_SELF.describe()}")
+        expected = _causal_output(X, W_q, W_k, W_v)
+        diagnose = _kv_diag(expected, X, W_q, W_k, W_v)
+        assert_close(got, expected, what, rtol=RTOL, atol=ATOL, diagnose=diagnose)

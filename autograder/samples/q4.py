@@ -7,15 +7,28 @@ here is loaded where student code runs."""
 from __future__ import annotations
 
 from .. import misconceptions as mc
-from ..bank.q4 import OUTPUT_IS_X
+from ..bank.q4 import (
+    CACHE_WITHOUT_SELF,
+    CAUSAL_NO_MASK,
+    DECODE_DEGENERATE,
+    DELTA_SIGN,
+    OUTPUT_IS_X,
+    TWO_TOKEN_OVERFLOW,
+)
 from ..variants import Edit, Variant
 
 _SOFTMAX = ("    shifted = scores - np.max(scores, axis=-1, keepdims=True)\n"
             "    e = np.exp(shifted)\n"
             "    return e / np.sum(e, axis=-1, keepdims=True)")
+_STABLE_SIGMOID = ("    e = np.exp(-np.abs(d))  # 指数只取非正值：Δs = ±1000 也不溢出\n"
+                   "    return np.where(d >= 0, 1 / (1 + e), e / (1 + e))")
+_CACHE = "        K_cache, V_cache = K[: i + 1], V[: i + 1]  # 位置 1..i+1，包括它自己"
+_DECODE_SUM = "    weights = weights / np.sum(weights, axis=-1, keepdims=True)  # t 个权重，和为 1"
+_TWO_TOKEN_SYMBOLIC = "two_token_weight_symbolic = sp.simplify(w1_sym.subs(s1, s2 + delta))"
 
 ALTERNATIVES = [
-    Variant("einsum_reshape", "用 einsum 计算打分与加权求和，一维 x 用 reshape(1, -1) 处理", edits=(
+    Variant("einsum_reshape", "用 einsum 计算打分与加权求和，一维 x 用 reshape(1, -1) 处理，"
+            "σ 用 logaddexp，符号答案不化简", edits=(
         Edit("weights_impl", "    x = np.atleast_2d(np.asarray(x, dtype=float))",
              "    x = np.asarray(x, dtype=float).reshape(1, -1)"),
         Edit("weights_impl", "    scores = q @ k.T / np.sqrt(k.shape[-1])",
@@ -24,6 +37,13 @@ ALTERNATIVES = [
              "    x = np.asarray(x, dtype=float).reshape(1, -1)"),
         Edit("attention_impl", "    return weights @ V",
              "    return np.einsum('ij,jd->id', weights, V)"),
+        Edit("two_token_impl", _STABLE_SIGMOID, "    return np.exp(-np.logaddexp(0.0, -d))"),
+        Edit("decode_impl", "    scores = q @ K_cache.T / np.sqrt(K_cache.shape[-1])",
+             "    scores = np.einsum('id,td->it', q, K_cache) / np.sqrt(K_cache.shape[-1])"),
+        Edit("decode_impl", "    return weights @ V_cache",
+             "    return np.einsum('it,td->id', weights, V_cache)"),
+        Edit("symbolic_impl", _TWO_TOKEN_SYMBOLIC,
+             "two_token_weight_symbolic = w1_sym.subs(s1, s2 + delta)"),
     )),
     Variant("float32_logsumexp", "全部用 float32 计算，softmax 用 log-sum-exp 写法", edits=(
         Edit("weights_impl", "    x = np.atleast_2d(np.asarray(x, dtype=float))\n"
@@ -38,8 +58,16 @@ ALTERNATIVES = [
              "    V = x @ np.asarray(W_v, dtype=float)",
              "    x = np.atleast_2d(np.asarray(x, dtype=np.float32))\n"
              "    V = x @ np.asarray(W_v, dtype=np.float32)"),
+        Edit("decode_impl", "    q = np.atleast_2d(np.asarray(q, dtype=float))\n"
+             "    K_cache, V_cache = np.asarray(K_cache, dtype=float), np.asarray(V_cache, dtype=float)",
+             "    q = np.atleast_2d(np.asarray(q, dtype=np.float32))\n"
+             "    K_cache = np.asarray(K_cache, dtype=np.float32)\n"
+             "    V_cache = np.asarray(V_cache, dtype=np.float32)"),
+        Edit("kv_cache_impl", "    X = np.atleast_2d(np.asarray(X, dtype=float))",
+             "    X = np.atleast_2d(np.asarray(X, dtype=np.float32))"),
     )),
-    Variant("shortcut_probe", "直接用结论：权重写成 1，输出写成 x·W_v，M 用基向量逐行探测", edits=(
+    Variant("shortcut_probe", "直接用结论：权重写成 1，输出写成 x·W_v，M 用基向量逐行探测；"
+            "σ 用 1/(1+e^(−Δs))，逐步解码用一张带因果掩码的打分表", edits=(
         Edit("weights_impl", "    x = np.atleast_2d(np.asarray(x, dtype=float))\n"
              "    q, k = x @ np.asarray(W_q, dtype=float), x @ np.asarray(W_k, dtype=float)\n"
              "    scores = q @ k.T / np.sqrt(k.shape[-1])\n" + _SOFTMAX,
@@ -50,25 +78,44 @@ ALTERNATIVES = [
         Edit("linear_map_impl", "    return np.array(W_v, dtype=float)",
              "    basis = np.eye(np.shape(W_v)[0])\n"
              "    return np.vstack([single_token_attention(e, W_q, W_k, W_v) for e in basis])"),
+        Edit("two_token_impl", _STABLE_SIGMOID, "    return 1 / (1 + np.exp(-d))"),
+        Edit("kv_cache_impl",
+             "    outputs = []\n"
+             "    for i in range(X.shape[0]):\n"
+             f"{_CACHE}\n"
+             "        outputs.append(decode_step(Q[i : i + 1], K_cache, V_cache))\n"
+             "    return np.vstack(outputs)",
+             "    n = X.shape[0]\n"
+             "    scores = Q @ K.T / np.sqrt(K.shape[-1])\n"
+             "    scores = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)\n"
+             "    w = np.exp(scores - scores.max(axis=-1, keepdims=True))\n"
+             "    return (w / w.sum(axis=-1, keepdims=True)) @ V"),
+        Edit("symbolic_impl", _TWO_TOKEN_SYMBOLIC,
+             "two_token_weight_symbolic = 1 / (1 + sp.exp(-delta))"),
     )),
 ]
 
 MISTAKES = [
+    Variant("hand_no_scaling", "手算时打分忘了除以 √d_k",
+            edits=(Edit("hand_impl", "hand_scores = Q1 @ K1.T / np.sqrt(K1.shape[-1])",
+                        "hand_scores = Q1 @ K1.T"),),
+            loses=frozenset({"test_hand_example"}),
+            feedback=(mc.CATALOG["no_scaling"].label,)),
     Variant("output_is_x", "忘了乘 W_v：输出直接是 x，等价映射写成单位矩阵",
             edits=(Edit("attention_impl", "    V = x @ np.asarray(W_v, dtype=float)", "    V = x"),
                    Edit("linear_map_impl", "    return np.array(W_v, dtype=float)",
                         "    return np.eye(np.shape(W_v)[0])")),
-            loses=frozenset({"test_hand_example", "test_attention_output", "test_linear_map"}),
+            loses=frozenset({"test_attention_output", "test_linear_map"}),
             feedback=(OUTPUT_IS_X.label,)),
     Variant("output_is_xWq", "输出用了 x·W_q（把 Query 当成了 Value）",
             edits=(Edit("attention_impl", "    V = x @ np.asarray(W_v, dtype=float)",
                         "    V = x @ np.asarray(W_q, dtype=float)"),),
-            loses=frozenset({"test_hand_example", "test_attention_output", "test_qk_invariance"}),
+            loses=frozenset({"test_attention_output", "test_qk_invariance"}),
             feedback=(mc.CATALOG["q_as_v"].label,)),
     Variant("raw_score_weight", "忘了 softmax：把打分本身当成权重",
             edits=(Edit("weights_impl", _SOFTMAX, "    return scores"),),
-            loses=frozenset({"test_hand_example", "test_weights", "test_weights_extreme",
-                             "test_attention_output", "test_qk_invariance"}),
+            loses=frozenset({"test_weights", "test_weights_extreme", "test_attention_output",
+                             "test_qk_invariance"}),
             feedback=(mc.CATALOG["raw_scores"].label,)),
     Variant("naive_softmax", "softmax 不减最大值：打分 1e6 时溢出",
             edits=(Edit("weights_impl",
@@ -76,4 +123,31 @@ MISTAKES = [
                         "    shifted = scores"),),
             loses=frozenset({"test_weights_extreme"}),
             feedback=(mc.CATALOG["naive_softmax_overflow"].label,)),
+    Variant("delta_sign_flipped", "Δs 的方向弄反：算成了 token 2 的权重 σ(−Δs)",
+            edits=(Edit("two_token_impl", "    return np.where(d >= 0, 1 / (1 + e), e / (1 + e))",
+                        "    return np.where(d >= 0, e / (1 + e), 1 / (1 + e))"),
+                   Edit("symbolic_impl", _TWO_TOKEN_SYMBOLIC,
+                        "two_token_weight_symbolic = sp.simplify(w1_sym.subs(s1, s2 - delta))")),
+            loses=frozenset({"test_two_token_weight", "test_two_token_symbolic"}),
+            feedback=(DELTA_SIGN.label,)),
+    Variant("two_token_overflow", "直接算 e^Δs/(e^Δs+1)：Δs = 1000 时溢出成 NaN",
+            edits=(Edit("two_token_impl", _STABLE_SIGMOID, "    return np.exp(d) / (np.exp(d) + 1)"),),
+            loses=frozenset({"test_two_token_weight"}),
+            feedback=(TWO_TOKEN_OVERFLOW.label,)),
+    Variant("decode_as_single_token", "以为一步解码也是 n = 1：只返回最新 token 的 Value",
+            edits=(Edit("decode_impl", "    return weights @ V_cache", "    return V_cache[-1:]"),),
+            loses=frozenset({"test_decode_step", "test_kv_cache_decode"}),
+            feedback=(DECODE_DEGENERATE.label,)),
+    Variant("decode_softmax_axis0", "一步解码的 softmax 沿 axis=0 归一化（1×t 的打分每个都变成 1）",
+            edits=(Edit("decode_impl", _DECODE_SUM, _DECODE_SUM.replace("axis=-1", "axis=0")),),
+            loses=frozenset({"test_decode_step", "test_kv_cache_decode"}),
+            feedback=(mc.CATALOG["softmax_query_axis"].label,)),
+    Variant("causal_no_mask", "逐步解码时缓存里放了整句的 K、V（看到了后面的 token）",
+            edits=(Edit("kv_cache_impl", _CACHE, "        K_cache, V_cache = K, V"),),
+            loses=frozenset({"test_kv_cache_decode"}),
+            feedback=(CAUSAL_NO_MASK.label,)),
+    Variant("cache_without_self", "缓存里漏了当前 token 自己（K[:i]），位置 1 的缓存为空",
+            edits=(Edit("kv_cache_impl", _CACHE, "        K_cache, V_cache = K[:i], V[:i]"),),
+            loses=frozenset({"test_kv_cache_decode"}),
+            feedback=(CACHE_WITHOUT_SELF.label,)),
 ]
