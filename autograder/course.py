@@ -61,6 +61,10 @@ def nbgrader(args: list[str], cwd: Path, *, timeout: float | None = None,
     bindir = str(Path(sys.executable).parent)
     full_env["PATH"] = os.pathsep.join([bindir, full_env.get("PATH", "")])
     full_env.setdefault("PYTHONWARNINGS", "ignore")
+    # the kernels nbgrader starts import this checkout's autograder, whichever checkout
+    # the virtual environment was installed from
+    checkout = str(Path(__file__).resolve().parent.parent)
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [checkout, full_env.get("PYTHONPATH")]))
     return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
 

@@ -81,7 +81,9 @@ def as_expression(value: object, what: str, *, exact: bool = True) -> sp.Expr:
     except (sp.SympifyError, TypeError):
         fail(f"{what} 应是 SymPy 表达式，得到的 {type(value).__name__} 无法转换。")
     if exact and _has_float(expr):
-        fail(f"{what} 含有浮点数（例如 0.7071），不是精确答案。请用 sp.sqrt(2)/2、sp.Rational(1, 2) 等精确写法。")
+        first = next(a for a in sp.preorder_traversal(expr) if isinstance(a, sp.Float))
+        fail(f"{what} 含有浮点数 {float(first):.6g}，不是精确答案。请用 sp.sqrt、sp.Rational、"
+             "sp.exp 等精确写法构造它，不要先算成小数。")
     return expr
 
 

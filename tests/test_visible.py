@@ -33,3 +33,11 @@ def test_alternative_passes_every_visible_assert(assignment, variant):
 def test_mistake_fails_a_visible_assert(assignment, variant):
     failed = visible_failures(assignment, variant)
     assert failed, f"{variant.name}: every visible assert passes, the student learns only from the grade"
+
+
+@pytest.mark.parametrize("assignment, variant", _params(mistakes))
+def test_a_visible_failure_costs_only_the_mistakes_own_cells(assignment, variant):
+    """A failing visible assert scores its cell 0 before the hidden check runs, so it may
+    fail only in cells the mistake loses anyway."""
+    extra = set(visible_failures(assignment, variant)) - set(variant.loses)
+    assert not extra, f"{variant.name} fails visible asserts in cells it should keep: {extra}"
