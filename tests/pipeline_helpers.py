@@ -22,6 +22,10 @@ def mini_repo(folder: Path, assignments: tuple[str, ...] = (A,)) -> Path:
         for a in assignments:
             if (ROOT / top / a).is_dir():
                 shutil.copytree(ROOT / top / a, folder / top / a)
+    for a in assignments:
+        manifest = ROOT / "autograder" / "manifests" / f"{a}.json"
+        (folder / "autograder" / "manifests").mkdir(parents=True, exist_ok=True)
+        shutil.copy(manifest, folder / "autograder" / "manifests" / f"{a}.json")
     (folder / "docs").mkdir(exist_ok=True)
     return folder
 

@@ -55,12 +55,34 @@ def test_answer_keys_have_solutions_outputs_and_no_hidden_tests():
         assert any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), a
 
 
-def test_every_view_starts_with_the_generated_header():
-    for view in VIEWS:
+def test_student_editions_open_with_how_to_answer_and_self_check():
+    for view in ("release", "exercises"):
         for a, nb in _committed(view):
             first = nb.cells[0]
             assert first.cell_type == "markdown" and first.id == HEADER_ID
-            assert f"source/{a}/{a}.ipynb" in first.source and "请勿编辑" in first.source
+            assert "作答说明" in first.source and f"autograder check {a}.ipynb" in first.source
+            assert "隐藏输入" in first.source or "随机生成的输入" in first.source
+            assert "部分得分" in first.source
+            text = "\n".join(c.source for c in nb.cells)
+            assert "请勿编辑" not in text and "do not edit" not in text.lower()
+
+
+def test_the_generated_notice_is_where_only_instructors_look():
+    for view in VIEWS:
+        for a, nb in _committed(view):
+            assert nb.metadata["autograder"]["source"] == f"source/{a}/{a}.ipynb", (view, a)
+    for a, nb in _committed("solutions"):
+        assert f"source/{a}/{a}.ipynb" in nb.cells[0].source and "autograder build" in nb.cells[0].source
+
+
+def test_exercises_fold_each_model_answer_under_its_written_cell():
+    for a, nb in _committed("exercises"):
+        for i, cell in enumerate(nb.cells):
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type == "markdown" and meta.get("grade") and meta.get("solution"):
+                folded = nb.cells[i + 1]
+                assert folded.source.startswith("<details>") and "参考答案" in folded.source, a
+                assert "评分要点" in folded.source, a
 
 
 @pytest.mark.e2e
@@ -69,7 +91,10 @@ def test_build_then_check_then_stale_after_a_one_character_edit(tmp_path):
     for view in VIEWS:
         shutil.rmtree(repo / view, ignore_errors=True)
     written = build(root=repo)
-    assert sorted(str(p) for p in written) == sorted(f"{v}/{A}/{A}.ipynb" for v in VIEWS)
+    assert sorted(str(p) for p in written) == sorted(
+        [f"{v}/{A}/{A}.ipynb" for v in VIEWS] + [f"autograder/manifests/{A}.json"])
+    assert (repo / "autograder" / "manifests" / f"{A}.json").read_text() == \
+        (ROOT / "autograder" / "manifests" / f"{A}.json").read_text()
     for view in VIEWS:  # the fresh build matches the committed views
         fresh = read_nb(repo / view / A / f"{A}.ipynb")
         assert normalise(fresh) == normalise(read_nb(ROOT / view / A / f"{A}.ipynb")), view
@@ -92,5 +117,6 @@ def test_build_then_check_then_stale_after_a_one_character_edit(tmp_path):
         assert result.exit_code == 1
         for view in VIEWS:
             assert f"{view}/{A}/{A}.ipynb" in result.stderr
+        assert f"autograder/manifests/{A}.json" in result.stderr
     finally:
         os.chdir(old)

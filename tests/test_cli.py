@@ -13,7 +13,9 @@ from autograder import __version__
 from autograder.build import hidden_checks, normalise, self_check_source
 from autograder.cli import main
 from autograder.course import find_root
-from autograder.grade import repair
+from autograder.engine.manifest import load, release_notebook
+from autograder.engine.pipeline import Job, PutBackTests, RestoreMetadata
+from autograder.engine.settings import DEFAULTS
 
 COMMANDS = ["build", "grade", "check", "demo"]
 
@@ -130,38 +132,48 @@ def test_every_source_test_cell_has_a_self_check_in_exercises():
 
 
 def _release():
-    return read_nb(ROOT / "release" / A / f"{A}.ipynb")
+    return release_notebook(load(A))
 
 
 def _ids(nb):
     return [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
 
 
-def test_repair_restores_stripped_metadata_by_cell_id():
+def _repair(sub, tmp_path):
+    job = Job("alice", A, tmp_path, load(A), DEFAULTS)
+    job.nb = sub
+    RestoreMetadata()(job)
+    PutBackTests()(job)
+    return job
+
+
+def test_repair_restores_stripped_metadata_by_cell_id(tmp_path):
     release, sub = _release(), _release()
     for cell in sub.cells:
         cell.metadata.pop("nbgrader", None)
-    restored, inserted = repair(sub, release)
-    assert _ids(sub) == _ids(release) and not inserted
-    assert "test_softmax" in restored
+    job = _repair(sub, tmp_path)
+    assert _ids(sub) == _ids(release)
+    assert "元数据" in job.notes[0].zh and "36 cells" in job.notes[0].en
+    assert len(job.notes) == 1  # nothing had to be put back
 
 
-def test_repair_puts_back_deleted_and_renamed_test_cells():
+def test_repair_puts_back_deleted_and_renamed_test_cells(tmp_path):
     release, sub = _release(), _release()
     sub.cells = [c for c in sub.cells if _ids(release)[release.cells.index(c)] != "test_softmax"]
     for cell in sub.cells:
         if cell.metadata.get("nbgrader", {}).get("grade_id") == "test_attention":
             cell.metadata.nbgrader.grade_id = "my_test"
             cell.id = "changed"
-    restored, inserted = repair(sub, release)
-    # the renamed cell is recognised by its (locked) source, the deleted one put back
-    assert restored == ["test_attention"] and inserted == ["test_softmax"]
+    job = _repair(sub, tmp_path)
+    # the renamed cell is recognised by its (locked) text, the deleted one put back
+    assert "test_attention" in job.notes[0].en and "test_softmax" in job.notes[1].en
     ids = [i for i in _ids(sub) if i]
     assert ids.index("test_softmax") == ids.index("softmax_impl") + 1
     assert "my_test" not in ids
 
 
-def test_cli_is_importable_without_nbgrader_in_the_kernel_path():
-    # the kernel imports autograder.selfcheck for its reporter: it must stay light
-    code = "import sys, autograder.selfcheck; sys.exit('nbformat' in sys.modules)"
+def test_the_bank_stays_light_for_the_exercises_self_checks():
+    # the self-practice edition imports autograder.bank in the student's kernel
+    code = ("import sys, autograder.bank; "
+            "sys.exit(any(m in sys.modules for m in ('nbformat', 'nbgrader', 'click')))")
     assert os.system(f"cd {ROOT} && {os.sys.executable} -c \"{code}\"") == 0

@@ -1,6 +1,7 @@
-"""``autograder grade`` through real nbgrader: broken submissions, feedback, scores.
+"""``autograder grade`` end to end: broken submissions, nbgrader's records, feedback, scores.
 
-One prepared course and one graded batch are shared by the whole module.
+One course, graded once by the engine, is shared by the whole module; its plot cells
+are dropped (they are ungraded) to keep it quick.
 """
 
 from __future__ import annotations
@@ -9,19 +10,25 @@ import csv
 import json
 import os
 import shutil
+import stat
 
 import nbformat
 import pytest
 from click.testing import CliRunner
-from pipeline_helpers import ROOT, A, prepared_course, read_nb, sample_submissions, write_nb
+from pipeline_helpers import ROOT, A, read_nb, sample_submissions, write_nb
 
+from autograder import bank
 from autograder.cli import main
-from autograder.grade import find_submissions, grade_prepared
+from autograder.course import nbgrader, read_scores
+from autograder.engine.settings import GradeSettings
+from autograder.grade import GRADER_ERROR, grade
 
 pytestmark = pytest.mark.e2e
 
 GOOD = ("perfect", "mistake-naive_softmax")
-BROKEN = ("badjson", "wrongname", "deleted", "stripped", "loop", "exit", "warning", "tamper")
+BROKEN = ("badjson", "wrongname", "deleted", "stripped", "loop", "exit", "warning", "tamper",
+          "symlinked")
+SETTINGS = GradeSettings(timeout=120, cell_timeout=5, salt="test-grade")
 TAMPER = "import autograder.bank as _bank\n_bank.run_check = lambda *args, **kwargs: None"
 
 
@@ -60,12 +67,21 @@ def _warning(nb):
             assert "warnings.warn" in c.source
 
 
+def _without_plots(submitted):
+    for path in submitted.rglob("*.ipynb"):
+        nb = read_nb(path)
+        nb.cells = [c for c in nb.cells if "plt." not in c.source or c.metadata.get("nbgrader")]
+        write_nb(nb, path)
+
+
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     base = tmp_path_factory.mktemp("grade")
-    course = prepared_course(base / "course")
+    course = base / "course"
     sample_submissions(course, GOOD)
+    shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")  # a real course
     submitted = course / "submitted"
+    _without_plots(submitted)
     (submitted / "badjson" / A).mkdir(parents=True)
     (submitted / "badjson" / A / f"{A}.ipynb").write_text('{"cells": [', encoding="utf-8")
     _variant(submitted, "wrongname", lambda nb: "homework (1).ipynb")
@@ -75,9 +91,11 @@ def batch(tmp_path_factory):
     _variant(submitted, "exit", lambda nb: _insert_after(nb, "imports", "import os\nos._exit(1)"))
     _variant(submitted, "warning", _warning)
     _variant(submitted, "tamper", lambda nb: _insert_after(nb, "imports", TAMPER))
+    # a submission that is a link to the instructor's answer key must not be read
+    (submitted / "symlinked" / A).mkdir(parents=True)
+    (submitted / "symlinked" / A / f"{A}.ipynb").symlink_to(ROOT / "solutions" / A / f"{A}.ipynb")
     out = base / "out"
-    results = grade_prepared(find_submissions(submitted), course, out, jobs=2, timeout=120,
-                             cell_timeout=5)
+    results = grade(submissions=submitted, out=out, settings=SETTINGS, jobs=2)
     return course, out, {r.student: r for r in results}
 
 
@@ -103,7 +121,8 @@ def test_good_students_are_scored(batch):
     ("deleted", ["test_softmax", "test_attention"]),
     ("stripped", ["元数据", "metadata"]),
     ("loop", ["中断", "interrupted"]),
-    ("exit", ["内核", "kernel died"]),
+    ("exit", ["进程已经退出", "the child died"]),
+    ("symlinked", ["没有找到", "no q1_value_scaling.ipynb"]),
 ])
 def test_broken_submission_gets_a_bilingual_reason(batch, student, words):
     _course, _out, results = batch
@@ -121,7 +140,8 @@ def test_repaired_submissions_still_earn_their_points(batch):
     # the looping cell sits right after softmax: only that cell's time is lost
     loop = results["loop"]
     assert loop.status == "note" and loop.auto_score == loop.auto_max
-    assert results["badjson"].status == results["exit"].status == "failed"
+    assert results["badjson"].status == results["symlinked"].status == "failed"
+    assert results["exit"].status == "note" and results["exit"].auto_score == 0
 
 
 def test_tampering_with_the_grader_is_flagged_for_review(batch):
@@ -150,7 +170,7 @@ def test_feedback_hides_the_hidden_tests(batch):
         if page.parts[-3] != "tamper":  # that student wrote run_check in their own code
             assert "run_check" not in html, page
     html = (out / "feedback" / "mistake-naive_softmax" / A / f"{A}.html").read_text("utf-8")
-    assert "softmax 数值溢出" in html
+    assert "softmax 数值溢出" in html and "❌" in html and "✅" in html
 
 
 def test_scores_are_plain_floats(batch):
@@ -171,8 +191,56 @@ def test_regrading_gives_the_same_scores(batch, tmp_path):
     again_dir = tmp_path / "again"
     shutil.copytree(course / "submitted" / "mistake-naive_softmax",
                     again_dir / "mistake-naive_softmax")
-    again = grade_prepared(find_submissions(again_dir), course, tmp_path / "out", jobs=1)
+    again = grade(submissions=again_dir, out=tmp_path / "out", settings=SETTINGS, jobs=1)
     assert again[0].cells == results["mistake-naive_softmax"].cells
+
+
+def test_nbgrader_keeps_the_record(batch):
+    """autograded/ and gradebook.db as nbgrader autograde leaves them; its own
+    generate_feedback then works on them unchanged."""
+    course, _out, results = batch
+    for student in ("perfect", "mistake-naive_softmax", "loop"):
+        cells = {c.cell: c.score for c in read_scores(course, A, student)}
+        assert cells == {k: v for k, v in results[student].cells.items()}, student
+        assert (course / "autograded" / student / A / f"{A}.ipynb").is_file()
+    assert read_scores(course, A, "badjson") == []
+    done = nbgrader(["generate_feedback", A, "--student", "perfect", "--force"], course, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    html = (course / "feedback" / "perfect" / A / f"{A}.html").read_text(encoding="utf-8")
+    assert "BEGIN HIDDEN TESTS" not in html and "run_check" not in html
+
+
+def test_a_new_course_gets_a_private_salt(batch):
+    course, _out, _results = batch
+    assert not (course / ".autograder-salt").exists()  # the batch passed a fixed salt
+
+
+def test_the_salt_file_is_created_private_and_reused(tmp_path):
+    from autograder.salt import load_salt
+
+    first = load_salt(course=tmp_path)
+    path = tmp_path / ".autograder-salt"
+    assert len(first) == 64 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert load_salt(course=tmp_path) == first
+
+
+def test_a_broken_check_is_a_grader_error_never_a_zero(batch, tmp_path, monkeypatch):
+    course, _out, _results = batch
+
+    def broken(ctx, *, softmax):
+        raise ZeroDivisionError("a bug in the check")
+
+    monkeypatch.setitem(bank._REGISTRY, "q1.softmax_stable",
+                        bank.Check("q1.softmax_stable", "数值稳定性", broken))
+    subs = tmp_path / "subs"
+    shutil.copytree(course / "submitted" / "perfect", subs / "perfect")
+    [row] = grade(submissions=subs, out=tmp_path / "out", settings=SETTINGS, jobs=1)
+    assert row.status == GRADER_ERROR and row.grader_errors == ["test_softmax_stable"]
+    assert row.cells["test_softmax_stable"] is None and row.cells["test_softmax"] == 2.0
+    log = (tmp_path / "out" / "grading.log").read_text(encoding="utf-8")
+    assert "ZeroDivisionError: a bug in the check" in log
+    page = (tmp_path / "out" / row.feedback).read_text(encoding="utf-8")
+    assert "评分程序出错" in page and "a bug in the check" not in page
 
 
 def test_cli_grade_from_a_subdirectory_exits_0_with_low_scores(batch, tmp_path):
@@ -188,3 +256,4 @@ def test_cli_grade_from_a_subdirectory_exits_0_with_low_scores(batch, tmp_path):
     assert result.exit_code == 0, result.output
     assert "badjson" in result.output
     assert (tmp_path / "o" / "scores.csv").is_file()
+    assert (tmp_path / ".autograder-salt").is_file()  # the course holding submitted/

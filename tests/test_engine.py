@@ -1,0 +1,229 @@
+"""The engine's parts, each on its own: the wire, the SymPy reader, hidden regions,
+outputs, and the sandbox's walls as seen from inside a child."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from autograder.engine import wire
+from autograder.engine.errors import ChildGone, Interrupted, Missing, Raised
+from autograder.engine.hidden import HiddenTestError, check_calls
+from autograder.engine.outputs import clean_outputs
+from autograder.engine.proxy import Zygote, call_deadline
+from autograder.engine.sandbox import SandboxLimits
+from autograder.engine.srepr import SreprError, from_srepr
+from autograder.testfn import TestFunction
+
+# ------------------------------------------------------------------ the wire
+
+
+def _roundtrip(value):
+    blobs: list[bytes] = []
+    handles = wire.HandleTable()
+    encoded = wire.encode_for_host(value, blobs, handles)
+    return wire.decode_from_child(encoded, blobs, remote=lambda h, t: ("remote", h, t))
+
+
+@pytest.mark.parametrize("value", [
+    None, True, 3, -2**70, 1.5, float("inf"), "文字", [1, [2.0]], (1, "a"), {"k": (1, 2)},
+    np.arange(6, dtype=np.int32).reshape(2, 3), np.float32(1.25), np.bool_(True), 1 + 2j,
+])
+def test_data_crosses_unchanged(value):
+    back = _roundtrip(value)
+    if isinstance(value, np.ndarray):
+        assert back.dtype == value.dtype and np.array_equal(back, value)
+    else:
+        assert back == value and type(back) is type(value)
+
+
+def test_sympy_crosses_as_srepr():
+    c = sp.Symbol("c", positive=True)
+    value = sp.Matrix([[c * sp.exp(1 / sp.sqrt(2)), sp.Rational(1, 3)]])
+    back = _roundtrip(value)
+    assert sp.simplify(back - value) == sp.zeros(1, 2)
+    assert next(iter(back.free_symbols)).is_positive
+
+
+def test_what_is_not_data_arrives_opaque_or_as_a_handle():
+    class Rigged:
+        def __eq__(self, other):
+            return True
+
+        def __array__(self, dtype=None, copy=None):
+            raise RuntimeError("no")
+
+    assert isinstance(_roundtrip(Rigged()), wire.Opaque)
+    assert _roundtrip(len)[0] == "remote"
+    sub = np.arange(3.0).view(type("Sub", (np.ndarray,), {"__eq__": lambda s, o: True}))
+    assert type(_roundtrip(sub)) is np.ndarray
+
+
+@pytest.mark.parametrize("bad", [
+    {"$": "eval", "code": "1"}, {"$": "ndarray", "blob": 5}, {"$": "int", "v": "1" * 5000},
+    {"$": "float", "v": "1e9999x"}, {"$": "dict", "items": [[[1], 2]]}, {"$": "tuple"},
+    {"$": "function", "handle": True}, {"$": "sympy", "srepr": "__import__('os')"},
+])
+def test_the_host_refuses_malformed_values(bad):
+    with pytest.raises(wire.WireError):
+        wire.decode_from_child(bad, [], remote=lambda h, t: None)
+
+
+def test_object_arrays_and_pickles_are_refused():
+    buf = io.BytesIO()
+    np.save(buf, np.array([object()], dtype=object), allow_pickle=True)
+    with pytest.raises(wire.WireError):
+        wire.decode_from_child({"$": "ndarray", "blob": 0}, [buf.getvalue()],
+                               remote=lambda h, t: None)
+
+
+def test_arguments_for_student_code_include_generators_and_test_functions():
+    rng = np.random.default_rng(7)
+    f = TestFunction("def f(Z):\n    return np.tanh(Z) + bump\n", "tanh", data={"bump": 1.0})
+    blobs: list[bytes] = []
+    encoded = wire.encode_for_child([rng, f, np.eye(2)], blobs)
+    rng2, f2, eye = wire.decode_from_host(encoded, blobs)
+    assert rng2.integers(1000) == np.random.default_rng(7).integers(1000)
+    assert np.allclose(f2(np.zeros(2)), 1.0) and np.array_equal(eye, np.eye(2))
+    with pytest.raises(wire.WireError):
+        wire.encode_for_child(lambda z: z, [])
+
+
+# ------------------------------------------------------------------ SymPy reader
+
+
+@pytest.mark.parametrize("text", [
+    "__import__('os').system('true')", "Symbol('x').__class__", "exec('1')", "N(pi, 100000)",
+    "Integer(1) + Integer(2)", "Symbol('x', foo=print)", "Pow(Integer(2), Integer(" + "9" * 500 + "))",
+    "sympify('1')", "lambda: 1", "x",
+])
+def test_the_sympy_reader_refuses_anything_but_srepr(text):
+    with pytest.raises(SreprError):
+        from_srepr(text)
+
+
+def test_the_sympy_reader_builds_without_evaluating():
+    start = time.monotonic()
+    big = from_srepr("Pow(Integer(10), Integer(10000000000))")
+    assert isinstance(big, sp.Pow) and time.monotonic() - start < 1
+
+
+# ------------------------------------------------------------------ hidden regions
+
+
+def test_hidden_regions_are_read_as_data():
+    source = ("x = 1\n### BEGIN HIDDEN TESTS\nfrom autograder.bank import run_check\n"
+              "run_check(\"q1.softmax\", softmax=softmax)\n### END HIDDEN TESTS")
+    [call] = check_calls(source)
+    assert (call.name, call.values) == ("q1.softmax", {"softmax": "softmax"})
+
+
+@pytest.mark.parametrize("region", [
+    "import os", "run_check('q1.softmax', softmax=lambda z: z)", "run_check(name, softmax=f)",
+    "run_check('q1.softmax', **values)", "print(1)", "from autograder.bank import run_check as rc",
+])
+def test_anything_else_in_a_hidden_region_is_an_authoring_error(region):
+    with pytest.raises(HiddenTestError):
+        check_calls(f"### BEGIN HIDDEN TESTS\n{region}\n### END HIDDEN TESTS")
+
+
+# ------------------------------------------------------------------ outputs
+
+
+def test_outputs_are_rebuilt_from_what_nbformat_allows():
+    raw = [{"output_type": "stream", "name": "evil", "text": "hi"},
+           {"output_type": "display_data", "data": {"image/png": "not base64!!", "text/plain": "x"}},
+           {"output_type": "script", "code": "alert(1)"}, "junk",
+           {"output_type": "error", "ename": "E", "evalue": 1, "traceback": "no"}]
+    outs = clean_outputs(raw)
+    assert [o.output_type for o in outs] == ["stream", "display_data", "error"]
+    assert outs[0].name == "stdout" and "image/png" not in outs[1].data
+    assert outs[2].evalue == "" and outs[2].traceback == []
+
+
+# ------------------------------------------------------------------ the sandbox, from inside
+
+
+@pytest.fixture(scope="module")
+def zygote():
+    z = Zygote(figures=False, warm=False, tokenizer=False)
+    yield z
+    z.close()
+
+
+def _printed(child, code: str, seconds: float = 20) -> str:
+    reply = child.run(code, seconds=seconds)
+    return "".join(o.get("text", "") for o in reply["outputs"]) + \
+        "".join(f"{o.get('ename')}: {o.get('evalue')}" for o in reply["outputs"]
+                if o["output_type"] == "error")
+
+
+def test_the_child_sees_no_course_and_no_grader(zygote):
+    if not zygote.isolation.isolated:
+        pytest.skip(f"no namespaces here: {zygote.isolation.missing}")
+    child = zygote.spawn(SandboxLimits())
+    try:
+        text = _printed(child, "import os, pathlib, autograder\n"
+                        "print(sorted(os.listdir('/')), os.getcwd(), os.getuid())\n"
+                        "print(pathlib.Path(autograder.__file__).parent.exists())\n"
+                        f"print(os.path.exists({str(__file__)!r}))")
+        assert "tests" not in text and "/home/student" in text
+        assert "False\nFalse" in text
+        text = _printed(child, "import autograder.bank")
+        assert "ModuleNotFoundError" in text
+    finally:
+        child.close()
+
+
+def test_the_child_has_no_network_and_no_privileges(zygote):
+    if not zygote.isolation.isolated:
+        pytest.skip(f"no namespaces here: {zygote.isolation.missing}")
+    child = zygote.spawn(SandboxLimits())
+    try:
+        text = _printed(child, "import socket\ntry:\n    socket.create_connection(('127.0.0.1', 22), 1)\n"
+                        "except OSError as e:\n    print('refused', e.errno)")
+        assert "refused" in text
+        text = _printed(child, "open('/usr/x', 'w')")
+        assert "Read-only file system" in text or "Permission" in text
+        text = _printed(child, "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                        "print(libc.mount(b'none', b'/tmp', b'tmpfs', 0, None), ctypes.get_errno())")
+        assert text.startswith("-1 1")  # EPERM
+    finally:
+        child.close()
+
+
+def test_limits_stop_memory_and_process_bombs(zygote):
+    child = zygote.spawn(SandboxLimits(memory=256 << 20, processes=8))
+    try:
+        assert "MemoryError" in _printed(child, "x = bytearray(1 << 30)")
+        text = _printed(child, "import os\nn = 0\ntry:\n    for _ in range(100):\n"
+                        "        if os.fork() == 0:\n            os._exit(0)\n        n += 1\n"
+                        "except OSError:\n    pass\nprint(n)")
+        assert int(text.strip()) < 100
+    finally:
+        child.close()
+
+
+def test_requests_have_deadlines_and_a_dead_child_says_so(zygote):
+    child = zygote.spawn(SandboxLimits())
+    try:
+        child.run("def f(x):\n    while True:\n        pass\n"
+                  "def g(x):\n    raise NotImplementedError('later')", seconds=10)
+        f, g = child.get("f", seconds=5), child.get("g", seconds=5)
+        with pytest.raises(Missing):
+            child.get("nope", seconds=5)
+        with pytest.raises(Raised) as raised, call_deadline(time.monotonic() + 5):
+            g(1)
+        assert raised.value.is_a("NotImplementedError")
+        with pytest.raises(Interrupted), call_deadline(time.monotonic() + 0.5):
+            f(np.zeros(3))
+        reply = child.run("import os\nos._exit(3)", seconds=5)
+        pytest.fail(f"the child answered after os._exit: {reply}")
+    except ChildGone as gone:
+        assert "退出" in str(gone)
+    finally:
+        child.close()
