@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from ..testfn import TestFunction, define
+
 __all__ = ["WireError", "Limits", "send", "recv", "encode_for_child", "decode_from_host",
            "encode_for_host", "decode_from_child", "Opaque", "HandleTable"]
 
@@ -153,8 +155,6 @@ def _load_npy(blob: bytes) -> np.ndarray:
 
 def encode_for_child(value: Any, blobs: list[bytes], depth: int = 0) -> Any:
     """Encode an argument the grader passes to a student function (trusted data)."""
-    from ..testfn import TestFunction  # a light module; kept lazy for the zygote's sake
-
     if depth > MAX_DEPTH:
         raise WireError("argument nested too deeply")
     if value is None or isinstance(value, (bool, str)):
@@ -218,8 +218,6 @@ def decode_from_host(obj: Any, blobs: list[bytes]) -> Any:
         bit_generator.state = obj["state"]
         return np.random.Generator(bit_generator)
     if kind == "testfn":
-        from ..testfn import define
-
         return define(obj["source"], obj["name"], decode_from_host(obj["data"], blobs))
     if kind == "sympy":
         import sympy

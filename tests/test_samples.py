@@ -1,0 +1,95 @@
+"""Every sample student of every assignment, graded by the engine in one batch.
+
+What the course contract (ASSIGNMENTS.md) asks of each assignment, checked on the
+sandboxed path that ``autograder grade`` takes: the solution scores full marks, the
+blank release 0 without crashing, each correct alternative full marks, each named
+mistake loses exactly its cells and its feedback names the misconception, and nothing
+hidden reaches the feedback. Plain nbgrader's agreement is ``test_nbgrader_parity.py``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from lecture import ASSIGNMENT_ORDER
+from pipeline_helpers import ROOT
+
+from autograder import notebooks as nbs
+from autograder.engine.manifest import load, release_notebook
+from autograder.engine.settings import GradeSettings
+from autograder.grade import grade
+from autograder.samples import sample_class
+
+pytestmark = pytest.mark.e2e
+
+PRESENT = [a for a in ASSIGNMENT_ORDER if (ROOT / "source" / a / f"{a}.ipynb").is_file()]
+SETTINGS = GradeSettings(timeout=180, cell_timeout=60, salt="sample-class")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    course = tmp_path_factory.mktemp("samples")
+    classes = {}
+    for a in PRESENT:
+        source, release = nbs.read(ROOT / "source" / a / f"{a}.ipynb"), release_notebook(load(a))
+        classes[a] = sample_class(a)
+        for student, variant in classes[a].items():
+            nbs.write(nbs.make_submission(source, release, variant),
+                      course / "submitted" / student / a / f"{a}.ipynb")
+    results = grade(submissions=course / "submitted", out=course / "out", settings=SETTINGS)
+    rows = {(r.student, r.assignment): r for r in results}
+    return course, classes, rows
+
+
+def _params(kind: str):
+    return [pytest.param(a, s, id=f"{a}-{s}") for a in PRESENT for s in sample_class(a)
+            if s.startswith(kind)]
+
+
+@pytest.mark.parametrize("assignment", PRESENT)
+def test_at_least_ten_points_over_five_cells_and_a_written_answer(assignment):
+    manifest = load(assignment)
+    auto = [c for c in manifest.graded if not c.is_manual]
+    assert len(auto) >= 5 and sum(c.points for c in auto) >= 10
+    assert any(c.is_manual for c in manifest.graded)
+
+
+@pytest.mark.parametrize("assignment", PRESENT)
+def test_the_solution_scores_full_marks_and_the_blank_release_zero(graded, assignment):
+    _course, _classes, rows = graded
+    perfect, blank = rows[("perfect", assignment)], rows[("blank", assignment)]
+    assert perfect.status == "ok" and perfect.lost == [], perfect.reason
+    assert perfect.auto_score == perfect.auto_max
+    assert blank.status in ("ok", "note") and blank.auto_score == 0.0
+
+
+@pytest.mark.parametrize("assignment, student", _params("alt-"))
+def test_each_alternative_scores_full_marks(graded, assignment, student):
+    row = graded[2][(student, assignment)]
+    assert row.lost == [] and row.status == "ok", row.reason
+
+
+@pytest.mark.parametrize("assignment, student", _params("mistake-"))
+def test_each_mistake_loses_exactly_its_cells_and_is_named(graded, assignment, student):
+    course, classes, rows = graded
+    row, variant = rows[(student, assignment)], classes[assignment][student]
+    assert set(row.lost) == set(variant.loses), row.reason
+    page = (course / "out" / row.feedback).read_text(encoding="utf-8")
+    perfect = (course / "out" / rows[("perfect", assignment)].feedback).read_text(encoding="utf-8")
+    for label in variant.feedback:
+        assert page.count(label) > perfect.count(label), f"the feedback does not name {label}"
+
+
+@pytest.mark.parametrize("assignment", PRESENT)
+def test_no_feedback_page_shows_hidden_tests(graded, assignment):
+    course, classes, rows = graded
+    for student in classes[assignment]:
+        page = (course / "out" / rows[(student, assignment)].feedback).read_text(encoding="utf-8")
+        assert "BEGIN HIDDEN TESTS" not in page and "run_check" not in page
+
+
+def test_scores_json_has_a_row_per_notebook(graded):
+    course, classes, _rows = graded
+    data = json.loads((course / "out" / "scores.json").read_text(encoding="utf-8"))
+    assert len(data) == sum(len(c) for c in classes.values())
