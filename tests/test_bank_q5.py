@@ -227,7 +227,17 @@ def test_crossover_length_accepts_exact_and_float_coefficients(value):
 def test_crossover_length_explains_wrong_answers(value, match):
     with pytest.raises(CheckFailed, match=match) as err:
         run_check("q5.crossover_length", crossover_length=value)
-    assert "0.7071" not in str(err.value)
+    assert "0.7071" not in str(err.value) and "sp.exp" not in str(err.value)
+
+
+@pytest.mark.parametrize("name", sorted(SYMBOLIC))
+@pytest.mark.parametrize("value", [None, "6*d", 4.47, [sp.Symbol("d")]], ids=["None", "str", "float", "list"])
+def test_symbolic_answers_get_their_own_messages(name, value):
+    """No message borrowed from another question (issue #13): q5 never asks for exact values."""
+    with pytest.raises(CheckFailed) as err:
+        run_check(name, **{ARGS[name][0]: value})
+    message = str(err.value)
+    assert "0.7071" not in message and "sp.exp" not in message and "精确" not in message
 
 
 def _ratio(d, linear=24, quadratic=4):
@@ -372,3 +382,13 @@ def test_the_tokenizer_figures_of_the_notebook(reference):
 def test_relative_attention_cost_names_mistake(formula, label):
     with pytest.raises(CheckFailed, match=label.label):
         run_check("q5.relative_attention_cost", relative_attention_cost=formula)
+
+
+@pytest.mark.parametrize("variant", samples_q5.MISTAKES, ids=lambda v: v.name)
+def test_visible_asserts_fail_only_in_the_mistakes_own_cells(variant):
+    """nbgrader scores a grade cell 0 when its visible part fails, so a visible assert that
+    leans on another cell's function would cost a mistake more than its declared cells."""
+    from helpers import visible_failures
+
+    failed = set(visible_failures("q5_cost_scaling", variant))
+    assert failed and failed <= set(variant.loses)

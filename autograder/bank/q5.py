@@ -193,6 +193,10 @@ def _symbolic_in_d(value: object, what: str) -> sp.Expr:
     if isinstance(value, (list, tuple, set, dict)):
         fail(f"{what} 应是一个 SymPy 表达式，得到的是 {type(value).__name__}。"
              "sp.solve 返回的是解的列表：请取出其中的正解（n > 0），例如 sols[0]。")
+    if value is None:
+        fail(f"{what} 是 None：应是一个只含符号 d 的 SymPy 表达式。是不是忘了赋值？")
+    if isinstance(value, (str, bytes)):
+        fail(f"{what} 应是 SymPy 表达式，得到的是字符串：请用上面声明的符号 d 构造它，例如 5*d 或 (d + 1)/(d + 2)。")
     if isinstance(value, sp.Basic) and not isinstance(value, sp.Expr):
         fail(f"{what} 应是一个表达式（例如 5*d），得到的是 {type(value).__name__}："
              "请存 n 的值本身，不要存方程 sp.Eq(...)。")
@@ -444,7 +448,8 @@ def check_measure_attention_seconds(ctx: Context, *, measure_attention_seconds) 
         fail(f"{what} 应返回两个正的有限秒数（形状 (2,)）。")
     if not arr[1] > TIMING_FACTOR * arr[0]:
         # the measured ratio is left out: it differs from run to run, the verdict does not
-        fail(f"{what}：n = {ns[1]} 的打分表比 n = {ns[0]} 的大几万倍，耗时却不到它的 {TIMING_FACTOR} 倍"
+        fail(f"{what}：n = {ns[1]} 的打分表是 n = {ns[0]} 的 {(ns[1] / ns[0]) ** 2:.0f} 倍，"
+             f"耗时却不到它的 {TIMING_FACTOR} 倍"
              f"（实际通常有上千倍）。\n可能的原因：{TIMER_EMPTY.describe()}")
 
 
