@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,10 @@ CHECKS = sorted(CALLS)
 CELL_OF = {name: cell for name, (cell, _) in CALLS.items()}
 
 
+#: Name -> grade id of the cell that (last) defines it, filled in by ``_namespace``.
+DEFINED_IN: dict[str, str] = {}
+
+
 def _namespace(variant=None) -> dict:
     """The student's namespace: imports, the given softmax, and every solution cell."""
     ns: dict = {"display": lambda *args, **kwargs: None, "print": lambda *args, **kwargs: None}
@@ -53,11 +58,44 @@ def _namespace(variant=None) -> dict:
             if edit.cell == gid:
                 assert source.count(edit.old) == 1, f"{variant.name}: edit does not match once"
                 source = source.replace(edit.old, edit.new)
+        before = {k: id(v) for k, v in ns.items()}
         exec(strip_markers(source), ns)  # noqa: S102 - our own notebook's solution
+        if variant is None:
+            DEFINED_IN.update({k: gid for k, v in ns.items() if before.get(k) != id(v)})
     return ns
 
 
 REFERENCE = _namespace()
+
+
+def _global_names(code) -> set[str]:
+    """Global names a code object (and the comprehensions inside it) looks up."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _global_names(const)
+    return names
+
+
+def _cells_behind(name: str) -> set[str]:
+    """Solution cells whose code can change what the value ``name`` is or does."""
+    seen, todo, cells = set(), [name], set()
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in DEFINED_IN:
+            continue
+        seen.add(current)
+        cells.add(DEFINED_IN[current])
+        value = REFERENCE.get(current)
+        if callable(value) and hasattr(value, "__code__"):
+            todo.extend(_global_names(value.__code__))
+    return cells
+
+
+def _affected(check: str, variant) -> bool:
+    """Whether ``variant``'s edits can change what ``check`` sees (else its verdict is the reference's)."""
+    edited = {edit.cell for edit in variant.edits}
+    return any(_cells_behind(arg) & edited for arg in CALLS[check][1])
 
 
 def _values(name: str, ns: dict) -> dict:
@@ -71,6 +109,11 @@ def _verdict(name: str, ns: dict, seed: int = 7) -> str | None:
     except CheckFailed as err:
         return str(err)
     return None
+
+
+@cache
+def _reference_verdict(name: str) -> str | None:
+    return _verdict(name, REFERENCE)
 
 
 def test_every_check_has_a_grade_cell_and_enough_points() -> None:
@@ -101,8 +144,11 @@ def test_alternative_passes(variant) -> None:
 
 @pytest.mark.parametrize("variant", samples_q2.MISTAKES, ids=lambda v: v.name)
 def test_mistake_fails_its_cells_and_names_its_misconception(variant) -> None:
+    # Checks are deterministic given the seed, so a check whose values (and what they call)
+    # the mistake does not touch gives the reference's verdict: only the others are run.
     ns = _namespace(variant)
-    verdicts = {name: _verdict(name, ns) for name in CHECKS}
+    verdicts = {name: _verdict(name, ns) if _affected(name, variant) else _reference_verdict(name)
+                for name in CHECKS}
     lost = {CELL_OF[name] for name, message in verdicts.items() if message}
     assert lost == set(variant.loses)
     for name, message in verdicts.items():
@@ -117,8 +163,16 @@ SOME_MISTAKES = [v for v in samples_q2.MISTAKES if v.name in ("divide_by_dk", "r
 @pytest.mark.parametrize("variant", [None, *SOME_MISTAKES], ids=lambda v: v.name if v else "reference")
 def test_same_seed_same_verdict(variant) -> None:
     ns = _namespace(variant)
-    for name in CHECKS:
+    for name in CHECKS if variant is None else [n for n in CHECKS if CELL_OF[n] in variant.loses]:
         assert _verdict(name, ns, seed=99) == _verdict(name, ns, seed=99)
+
+
+def test_dependencies_follow_calls_between_answers() -> None:
+    by_name = {v.name: v for v in samples_q2.MISTAKES}
+    assert _affected("q2.chain", by_name["jacobian_diagonal_only"])  # chain -> score_gradient -> jacobian
+    assert _affected("q2.loglog_slope", by_name["uniform_sampling"])  # loglog -> std -> samples
+    assert not _affected("q2.entropy", by_name["jacobian_diagonal_only"])
+    assert _affected("q2.variance_symbolic", by_name["variance_as_std"])
 
 
 def _returns(value):
@@ -188,11 +242,84 @@ def test_loglog_slope_names_swapped_regression() -> None:
     assert message and q2.SLOPE_SWAPPED.label in message
 
 
-def test_max_weight_names_ignored_flag_when_always_scaled() -> None:
+def test_chain_names_ignored_flag_when_always_scaled() -> None:
     def always_scaled(d_k, n_keys, n_trials, rng, scaled=True):
-        return REFERENCE["mean_max_weight"](d_k, n_keys, n_trials, rng, scaled=True)
-    message = _verdict("q2.max_weight", {"mean_max_weight": always_scaled})
+        return REFERENCE["chain_experiment"](d_k, n_keys, n_trials, rng, scaled=True)
+    message = _verdict("q2.chain", dict(REFERENCE, chain_experiment=always_scaled))
     assert message and "scaled=False" in message
+
+
+def test_chain_explains_a_missing_key_and_a_bad_shape() -> None:
+    def missing(d_k, n_keys, n_trials, rng, scaled=True):
+        out = REFERENCE["chain_experiment"](d_k, n_keys, n_trials, rng, scaled=scaled)
+        del out["entropy"]
+        return out
+
+    def means(d_k, n_keys, n_trials, rng, scaled=True):
+        out = REFERENCE["chain_experiment"](d_k, n_keys, n_trials, rng, scaled=scaled)
+        return {key: float(np.mean(value)) for key, value in out.items()}
+    message = _verdict("q2.chain", {"chain_experiment": missing})
+    assert message and "'entropy'" in message and "缺少" in message
+    message = _verdict("q2.chain", {"chain_experiment": means})
+    assert message and "每次试验一个数" in message
+
+
+def test_chain_catches_entropy_from_another_trial() -> None:
+    def shuffled(d_k, n_keys, n_trials, rng, scaled=True):
+        out = REFERENCE["chain_experiment"](d_k, n_keys, n_trials, rng, scaled=scaled)
+        out["entropy"] = np.roll(out["entropy"], 1)
+        return out
+    message = _verdict("q2.chain", {"chain_experiment": shuffled})
+    assert message and "对不上" in message
+
+
+@pytest.mark.parametrize("wrong, text", [
+    (lambda p: -REFERENCE["softmax_entropy"](p), "负号"),
+    (lambda p: REFERENCE["softmax_entropy"](p) / np.log(2), "以 2 为底"),
+    (lambda p: -np.sum(np.asarray(p) * np.log(np.where(np.asarray(p) > 0, p, 1.0)), axis=0), "轴"),
+])
+def test_entropy_names_common_slips(wrong, text) -> None:
+    message = _verdict("q2.entropy", {"softmax_entropy": wrong})
+    assert message and text in message
+
+
+def test_aligned_samples_hints() -> None:
+    def same(d_k, n_samples, rng, cos_theta):
+        q = rng.standard_normal((n_samples, d_k))
+        return np.sum(q * q, axis=1)
+
+    def no_noise(d_k, n_samples, rng, cos_theta):
+        q = rng.standard_normal((n_samples, d_k))
+        return np.sum(q * cos_theta * q, axis=1)
+    message = _verdict("q2.aligned_samples", {"aligned_dot_samples": same})
+    assert message and "k = q" in message
+    message = _verdict("q2.aligned_samples", {"aligned_dot_samples": no_noise})
+    assert message and "√(1 − cos_theta²)·r" in message
+
+
+def test_independent_growth_names_wrong_scaling() -> None:
+    def divide_dk(d_from, d_to, scaled=False):
+        return float(np.sqrt(d_from / d_to)) if scaled else float(np.sqrt(d_to / d_from))
+
+    def ignores_flag(d_from, d_to, scaled=False):
+        return float(np.sqrt(d_to / d_from))
+    message = _verdict("q2.independent_growth", {"independent_growth_factor": divide_dk})
+    assert message and q2.DIVIDE_DK.label in message
+    message = _verdict("q2.independent_growth", {"independent_growth_factor": ignores_flag})
+    assert message and q2.NO_SCALING.label in message
+
+
+def test_score_gradient_names_missing_term_and_sign() -> None:
+    def diag_only(z, u):
+        p = REFERENCE["softmax"](z)
+        return p * np.asarray(u)
+
+    def flipped(z, u):
+        return -REFERENCE["score_gradient"](z, u)
+    message = _verdict("q2.score_gradient", dict(REFERENCE, score_gradient=diag_only))
+    assert message and "p ⊙ u" in message
+    message = _verdict("q2.score_gradient", dict(REFERENCE, score_gradient=flipped))
+    assert message and q2.JAC_SIGN.label in message
 
 
 def test_jacobian_names_sign_error() -> None:

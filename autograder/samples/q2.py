@@ -7,8 +7,13 @@ here is loaded where student code runs."""
 from __future__ import annotations
 
 from ..bank.q2 import (
+    ALIGNED_CANCEL,
+    ALIGNED_FLAT,
+    ALIGNED_INDEPENDENT_KEY,
     DIVIDE_DK,
-    GROWTH_LINEAR,
+    ENTROPY_NAN,
+    GRAD_NO_SOFTMAX,
+    GROWTH_VARIANCE,
     JAC_DIAGONAL,
     NO_SCALING,
     NONCENTRED,
@@ -19,16 +24,34 @@ from ..bank.q2 import (
 )
 from ..variants import Edit, Variant
 
+_SAMPLES = ("    q = rng.standard_normal((n_samples, d_k))\n"
+            "    k = rng.standard_normal((n_samples, d_k))")
+
 ALTERNATIVES = [
-    Variant("einsum_loops", "einsum 与显式循环、无偏方差、闭式斜率（正确的另一种写法）", edits=(
+    Variant("einsum_loops", "einsum 与显式循环、无偏方差、闭式斜率、逐次试验（正确的另一种写法）", edits=(
         Edit("samples_impl",
-             "    q = rng.standard_normal((n_samples, d_k))\n"
-             "    k = rng.standard_normal((n_samples, d_k))\n"
-             "    return np.sum(q * k, axis=1)",
+             _SAMPLES + "\n    return np.sum(q * k, axis=1)",
              "    qk = rng.normal(0.0, 1.0, size=(2, n_samples, d_k))\n"
              "    return np.einsum('nd,nd->n', qk[0], qk[1])"),
         Edit("std_impl", "    return float(np.std(s))",
              "    return float(np.sqrt(np.var(s, ddof=1)))"),
+        Edit("growth_impl",
+             "    if scaled:\n        return 1.0\n    return float(np.sqrt(d_to / d_from))",
+             "    import math\n    return 1.0 if scaled else math.sqrt(d_to) / math.sqrt(d_from)"),
+        Edit("aligned_impl",
+             "    q = rng.standard_normal((n_samples, d_k))\n"
+             "    r = rng.standard_normal((n_samples, d_k))\n"
+             "    k = cos_theta * q + np.sqrt(1 - cos_theta**2) * r\n"
+             "    return np.sum(q * k, axis=1)",
+             "    out = np.empty(n_samples)\n"
+             "    for t in range(n_samples):\n"
+             "        q = rng.normal(size=d_k)\n"
+             "        k = cos_theta * q + (1 - cos_theta**2) ** 0.5 * rng.normal(size=d_k)\n"
+             "        out[t] = np.einsum('d,d->', q, k)\n"
+             "    return out"),
+        Edit("aligned_growth_impl",
+             "    if scaled:\n        return float(np.sqrt(d_to / d_from))\n    return float(d_to / d_from)",
+             "    ratio = d_to / d_from\n    return ratio ** 0.5 if scaled else ratio"),
         Edit("slope_impl",
              "    return float(np.polyfit(np.log(x), np.log(y), 1)[0])",
              "    lx = [float(np.log(v)) for v in x]\n"
@@ -37,22 +60,12 @@ ALTERNATIVES = [
              "    num = sum((a - mx) * (b - my) for a, b in zip(lx, ly))\n"
              "    den = sum((a - mx) ** 2 for a in lx)\n"
              "    return num / den"),
-        Edit("maxweight_impl",
-             "    q = rng.standard_normal((n_trials, 1, d_k))\n"
-             "    keys = rng.standard_normal((n_trials, n_keys, d_k))\n"
-             "    scores = np.sum(q * keys, axis=-1)\n"
-             "    if scaled:\n"
-             "        scores = scores / np.sqrt(d_k)\n"
-             "    return float(np.mean(np.max(softmax(scores, axis=-1), axis=-1)))",
-             "    best = []\n"
-             "    for _ in range(n_trials):\n"
-             "        q = rng.standard_normal(d_k)\n"
-             "        keys = rng.standard_normal((n_keys, d_k))\n"
-             "        scores = np.einsum('kd,d->k', keys, q)\n"
-             "        if scaled:\n"
-             "            scores = scores / d_k ** 0.5\n"
-             "        best.append(softmax(scores).max())\n"
-             "    return float(np.mean(best))"),
+        Edit("entropy_impl",
+             "    log_p = np.log(np.where(p > 0, p, 1.0))\n"
+             "    return -np.sum(p * log_p, axis=-1)",
+             "    with np.errstate(divide='ignore', invalid='ignore'):\n"
+             "        terms = p * np.log(p)\n"
+             "    return -np.sum(np.nan_to_num(terms), axis=-1)"),
         Edit("jacobian_impl",
              "    return np.diag(p) - np.outer(p, p)",
              "    n = p.size\n"
@@ -61,6 +74,33 @@ ALTERNATIVES = [
              "        for j in range(n):\n"
              "            J[i, j] = p[i] * ((1.0 if i == j else 0.0) - p[j])\n"
              "    return J"),
+        Edit("score_gradient_impl",
+             "    return softmax_jacobian(z).T @ np.asarray(u, dtype=float)",
+             "    p = softmax(np.asarray(z, dtype=float))\n"
+             "    u = np.asarray(u, dtype=float)\n"
+             "    return p * (u - np.dot(p, u))"),
+        Edit("chain_impl",
+             "    q = rng.standard_normal((n_trials, d_k))\n"
+             "    keys = rng.standard_normal((n_trials, n_keys, d_k))\n"
+             "    u = rng.standard_normal((n_trials, n_keys))\n"
+             "    z = np.einsum(\"tkd,td->tk\", keys, q)\n"
+             "    if scaled:\n"
+             "        z = z / np.sqrt(d_k)\n"
+             "    p = softmax(z, axis=-1)\n"
+             "    grads = np.array([score_gradient(z[t], u[t]) for t in range(n_trials)])\n"
+             "    return {\"max_weight\": p.max(axis=-1), \"entropy\": softmax_entropy(p),\n"
+             "            \"grad_norm\": np.linalg.norm(grads, axis=-1)}",
+             "    out = {\"max_weight\": [], \"entropy\": [], \"grad_norm\": []}\n"
+             "    for _ in range(n_trials):\n"
+             "        q = rng.standard_normal(d_k)\n"
+             "        keys = rng.standard_normal((n_keys, d_k))\n"
+             "        u = rng.standard_normal(n_keys)\n"
+             "        z = keys @ q / (d_k ** 0.5 if scaled else 1.0)\n"
+             "        p = softmax(z)\n"
+             "        out[\"max_weight\"].append(p.max())\n"
+             "        out[\"entropy\"].append(softmax_entropy(p))\n"
+             "        out[\"grad_norm\"].append(np.sqrt(np.sum(score_gradient(z, u) ** 2)))\n"
+             "    return {key: np.array(values) for key, values in out.items()}"),
     )),
     Variant("lstsq_sum_float32", "lstsq 拟合、SymPy 求和、先缩放再求标准差、float32 打分", edits=(
         Edit("std_impl",
@@ -70,8 +110,11 @@ ALTERNATIVES = [
              "    return float(np.std(s))",
              "    scale = 1 / np.sqrt(d_k) if scaled else 1.0\n"
              "    return float(np.sqrt(np.mean((scale * dot_product_samples(d_k, n_samples, rng)) ** 2)))"),
-        Edit("growth_impl", "    return float(np.sqrt(d_to / d_from))",
-             "    import math\n    return math.sqrt(d_to) / math.sqrt(d_from)"),
+        Edit("aligned_impl",
+             "    k = cos_theta * q + np.sqrt(1 - cos_theta**2) * r\n"
+             "    return np.sum(q * k, axis=1)",
+             "    s = np.sin(np.arccos(cos_theta))\n"
+             "    return cos_theta * np.sum(q * q, axis=1) + s * np.sum(q * r, axis=1)"),
         Edit("variance_impl", "dot_product_variance = d_k * sigma_q**2 * sigma_k**2",
              "i = sp.Symbol('i', integer=True, positive=True)\n"
              "dot_product_variance = sp.Sum(sigma_q**2 * sigma_k**2, (i, 1, d_k)).doit()"),
@@ -80,48 +123,59 @@ ALTERNATIVES = [
              "    A = np.column_stack([np.log10(x), np.ones(len(x))])\n"
              "    coef, *_ = np.linalg.lstsq(A, np.log10(y), rcond=None)\n"
              "    return float(coef[0])"),
-        Edit("maxweight_impl",
-             "    scores = np.sum(q * keys, axis=-1)",
-             "    scores = np.sum(q.astype(np.float32) * keys.astype(np.float32), axis=-1)"),
+        Edit("entropy_impl",
+             "    log_p = np.log(np.where(p > 0, p, 1.0))\n"
+             "    return -np.sum(p * log_p, axis=-1)",
+             "    safe = np.clip(p, 1e-300, None)\n"
+             "    return -np.sum(np.where(p > 0, p * np.log(safe), 0.0), axis=-1)"),
         Edit("jacobian_impl",
              "    return np.diag(p) - np.outer(p, p)",
              "    return p[:, None] * (np.eye(p.size) - p[None, :])"),
+        Edit("chain_impl",
+             "    z = np.einsum(\"tkd,td->tk\", keys, q)",
+             "    z = np.sum(q[:, None, :].astype(np.float32) * keys.astype(np.float32), axis=-1)\n"
+             "    z = z.astype(np.float64)"),
     )),
 ]
+
+_CHAIN_SCALE = "        z = z / np.sqrt(d_k)"
 
 MISTAKES = [
     Variant("divide_by_dk", "缩放时除以 d_k 而不是 √d_k", edits=(
         Edit("std_impl", "        s = s / np.sqrt(d_k)", "        s = s / d_k"),
-        Edit("maxweight_impl", "        scores = scores / np.sqrt(d_k)", "        scores = scores / d_k"),
-    ), loses=frozenset({"test_std", "test_max_weight"}), feedback=(DIVIDE_DK.label,)),
+        Edit("chain_impl", _CHAIN_SCALE, "        z = z / d_k"),
+    ), loses=frozenset({"test_std", "test_chain"}), feedback=(DIVIDE_DK.label,)),
     Variant("scaled_ignored", "忽略 scaled 参数：始终不缩放", edits=(
         Edit("std_impl", "        s = s / np.sqrt(d_k)", "        pass"),
-        Edit("maxweight_impl", "        scores = scores / np.sqrt(d_k)", "        pass"),
-    ), loses=frozenset({"test_std", "test_max_weight"}), feedback=(NO_SCALING.label,)),
+        Edit("chain_impl", _CHAIN_SCALE, "        pass"),
+    ), loses=frozenset({"test_std", "test_chain"}), feedback=(NO_SCALING.label,)),
     Variant("uniform_sampling", "用 U(−1, 1) 均匀分布抽样", edits=(
-        Edit("samples_impl",
-             "    q = rng.standard_normal((n_samples, d_k))\n"
-             "    k = rng.standard_normal((n_samples, d_k))",
+        Edit("samples_impl", _SAMPLES,
              "    q = rng.uniform(-1, 1, size=(n_samples, d_k))\n"
              "    k = rng.uniform(-1, 1, size=(n_samples, d_k))"),
     ), loses=frozenset({"test_samples", "test_std"}), feedback=(UNIFORM.label,)),
     Variant("noncentred_sampling", "用 rng.random()（[0, 1) 均匀，均值 1/2）抽样", edits=(
-        Edit("samples_impl",
-             "    q = rng.standard_normal((n_samples, d_k))\n"
-             "    k = rng.standard_normal((n_samples, d_k))",
+        Edit("samples_impl", _SAMPLES,
              "    q = rng.random((n_samples, d_k))\n"
              "    k = rng.random((n_samples, d_k))"),
     ), loses=frozenset({"test_samples", "test_std"}), feedback=(NONCENTRED.label,)),
     Variant("rng_not_used", "用 np.random 的全局状态，不用传入的 rng", edits=(
-        Edit("samples_impl",
-             "    q = rng.standard_normal((n_samples, d_k))\n"
-             "    k = rng.standard_normal((n_samples, d_k))",
+        Edit("samples_impl", _SAMPLES,
              "    q = np.random.standard_normal((n_samples, d_k))\n"
              "    k = np.random.standard_normal((n_samples, d_k))"),
     ), loses=frozenset({"test_samples_rng"}), feedback=(RNG_UNUSED.label,)),
-    Variant("growth_linear", "以为典型大小随 d_k 线性增长（2 → 200 是 100 倍）", edits=(
+    Variant("independent_growth_as_variance", "读法 A：把方差的倍数当成典型大小的倍数（2 → 200 答 100 倍）", edits=(
         Edit("growth_impl", "    return float(np.sqrt(d_to / d_from))", "    return d_to / d_from"),
-    ), loses=frozenset({"test_growth_factor"}), feedback=(GROWTH_LINEAR.label,)),
+    ), loses=frozenset({"test_independent_growth"}), feedback=(GROWTH_VARIANCE.label,)),
+    Variant("aligned_as_independent", "读法 B：以为方向差不多的向量也按 √d_k 增长（2 → 200 答 10 倍）", edits=(
+        Edit("aligned_growth_impl", "    return float(d_to / d_from)", "    return float(np.sqrt(d_to / d_from))"),
+    ), loses=frozenset({"test_aligned_growth"}), feedback=(ALIGNED_CANCEL.label,)),
+    Variant("aligned_scaled_flat", "读法 B：以为除以 √d_k 后打分不再随 d_k 变化", edits=(
+        Edit("aligned_growth_impl", "        return float(np.sqrt(d_to / d_from))", "        return 1.0"),
+    ), loses=frozenset({"test_aligned_growth"}), feedback=(ALIGNED_FLAT.label,)),
+    Variant("aligned_key_independent", "读法 B：Key 独立抽取，没有与 Query 方向相近", edits=(
+        Edit("aligned_impl", "    k = cos_theta * q + np.sqrt(1 - cos_theta**2) * r", "    k = r"),
+    ), loses=frozenset({"test_aligned_samples"}), feedback=(ALIGNED_INDEPENDENT_KEY.label,)),
     Variant("variance_as_std", "把标准差 √d_k·σ_q·σ_k 当成方差", edits=(
         Edit("variance_impl", "dot_product_variance = d_k * sigma_q**2 * sigma_k**2",
              "dot_product_variance = sp.sqrt(d_k) * sigma_q * sigma_k"),
@@ -130,7 +184,19 @@ MISTAKES = [
         Edit("slope_impl", "    return float(np.polyfit(np.log(x), np.log(y), 1)[0])",
              "    return float(np.polyfit(x, y, 1)[0])"),
     ), loses=frozenset({"test_loglog_slope"}), feedback=(SLOPE_NO_LOG.label,)),
+    Variant("entropy_nan_at_zero", "熵直接写 p * np.log(p)，0·ln 0 得到 NaN", edits=(
+        Edit("entropy_impl",
+             "    log_p = np.log(np.where(p > 0, p, 1.0))\n"
+             "    return -np.sum(p * log_p, axis=-1)",
+             "    return -np.sum(p * np.log(p), axis=-1)"),
+    ), loses=frozenset({"test_entropy"}), feedback=(ENTROPY_NAN.label,)),
     Variant("jacobian_diagonal_only", "雅可比矩阵只算对角线 p(1 − p)", edits=(
         Edit("jacobian_impl", "    return np.diag(p) - np.outer(p, p)", "    return np.diag(p * (1 - p))"),
-    ), loses=frozenset({"test_softmax_jacobian"}), feedback=(JAC_DIAGONAL.label,)),
+    ), loses=frozenset({"test_softmax_jacobian", "test_score_gradient", "test_chain"}),
+        feedback=(JAC_DIAGONAL.label,)),
+    Variant("score_gradient_skips_softmax", "打分的梯度直接返回 u（跳过 softmax 的雅可比矩阵）", edits=(
+        Edit("score_gradient_impl",
+             "    return softmax_jacobian(z).T @ np.asarray(u, dtype=float)",
+             "    return np.asarray(u, dtype=float)"),
+    ), loses=frozenset({"test_score_gradient", "test_chain"}), feedback=(GRAD_NO_SOFTMAX.label,)),
 ]
