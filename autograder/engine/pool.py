@@ -79,7 +79,7 @@ def _worker(conn: Connection, settings: GradeSettings, level: int) -> None:
     from .proxy import Zygote, ZygoteError
 
     try:
-        zygote = Zygote()
+        zygote = Zygote(isolate=settings.isolate)
     except ZygoteError as err:
         conn.send(("dead", str(err)))
         return

@@ -82,12 +82,14 @@ class Zygote:
     """The pre-warmed process children are forked from; one per grading worker."""
 
     def __init__(self, *, timeout: float = 180.0, figures: bool = True, warm: bool = True,
-                 tokenizer: bool = True) -> None:
+                 tokenizer: bool = True, isolate: bool = True) -> None:
         """``figures``: render plots as PNG; ``warm``: pre-draw and preload for many
-        forks; ``tokenizer``: preload q5's BPE tokenizer."""
+        forks; ``tokenizer``: preload q5's BPE tokenizer; ``isolate``: use namespaces
+        where the kernel allows (off: limits, sessions and a subreaper only)."""
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.root = Path(tempfile.mkdtemp(prefix="autograder-view-"))
-        options = json.dumps({"figures": figures, "warm": warm, "tokenizer": tokenizer})
+        options = json.dumps({"figures": figures, "warm": warm, "tokenizer": tokenizer,
+                              "isolate": isolate})
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "autograder.engine.zygote", str(theirs.fileno()),
              str(self.root), options],
@@ -145,7 +147,7 @@ class Zygote:
         except wire.WireError as err:
             ours.close()
             raise ZygoteError(f"a new child did not start ({err})") from None
-        return Child(ours, int(hello["init"]))
+        return Child(ours, int(hello["init"]), reaper=int(json.loads(line)["pid"]))
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -159,8 +161,8 @@ class Zygote:
 class Child:
     """One submission's sandboxed process (PID 1 of its namespace) and its socket."""
 
-    def __init__(self, sock: socket.socket, pid: int) -> None:
-        self.sock, self.pid = sock, pid
+    def __init__(self, sock: socket.socket, pid: int, reaper: int | None = None) -> None:
+        self.sock, self.pid, self.reaper = sock, pid, reaper
         self.alive = True
         self.death: str = ""
         self._next = 0
@@ -272,12 +274,22 @@ class Child:
     def _remote(self, handle: int, type_name: str) -> RemoteFunction:
         return RemoteFunction(self, handle, type_name)
 
-    def close(self) -> None:
-        """Say goodbye, then make sure the child and its descendants are gone."""
+    def close(self, *, wait: float = 10.0) -> None:
+        """Say goodbye, then make sure the child and its descendants are gone: the
+        zygote's fork that reaped them exits only once they are."""
         if self.alive:
             with contextlib.suppress(OSError, wire.WireError):
                 wire.send(self.sock, {"op": "bye"})
         self.kill("评分已结束。")
+        deadline = time.monotonic() + wait
+        while self.reaper and time.monotonic() < deadline:
+            try:
+                os.kill(self.reaper, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.005)
+        if self.reaper:
+            log.warning("the reaper of child %d did not exit within %g s", self.pid, wait)
 
 
 def _gone_reason(err: wire.WireError) -> str:

@@ -13,12 +13,15 @@ __all__ = ["GradeSettings", "DEFAULTS"]
 class GradeSettings:
     """``timeout``: wall-clock seconds per submission; ``cell_timeout``: seconds per cell
     (the cell is interrupted, later cells still run); ``memory_mb``: memory per
-    submission; ``salt``: the course's secret seed salt (see :mod:`autograder.salt`)."""
+    submission; ``salt``: the course's secret seed salt (see :mod:`autograder.salt`);
+    ``isolate``: Linux namespaces where the kernel allows them (turn off only where the
+    grading machine is itself a per-submission container, e.g. Gradescope's)."""
 
     timeout: float = 300.0
     cell_timeout: float = 60.0
     memory_mb: int = 2048
     salt: str = PRACTICE_SALT
+    isolate: bool = True
 
 
 DEFAULTS = GradeSettings()

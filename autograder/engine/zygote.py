@@ -61,7 +61,8 @@ def main(argv: list[str]) -> int:
     if options.get("tokenizer", True):
         _warm_tokenizer()
     base = sandbox.address_space()
-    view = sandbox.enter_view(root, _hidden_package())
+    view = sandbox.enter_view(root, _hidden_package()) if options.get("isolate", True) else \
+        sandbox.View(False, sandbox.MISSING_WITHOUT_NAMESPACES + " (namespaces turned off)")
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     control.send(json.dumps({"ready": True, "isolated": view.isolated, "missing": view.missing,
                              "seconds": round(time.monotonic() - started, 3)}).encode())
