@@ -10,11 +10,15 @@ import sys
 import time
 from pathlib import Path
 
-import click
+# jsonschema (under nbformat) imports rfc3987_syntax when it is installed, and that
+# compiles a grammar for about 3 s; nbformat's schema never checks IRIs, so skip it here
+sys.modules.setdefault("rfc3987_syntax", None)
 
-from . import __version__
-from .course import CourseError
-from .engine.settings import DEFAULTS
+import click  # noqa: E402
+
+from . import __version__  # noqa: E402
+from .course import CourseError  # noqa: E402
+from .engine.settings import DEFAULTS  # noqa: E402
 
 
 class _Group(click.Group):

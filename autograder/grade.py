@@ -171,18 +171,19 @@ def _result(sub: Submission, manifest, graded) -> Result:
 
 
 def _review(graded) -> list[str]:
-    import nbformat
-
     if not graded.notebook:
         return []
-    nb = nbformat.reads(graded.notebook, as_version=4)
-    return scan_cells(c.source for c in nb.cells
-                      if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("locked"))
+    cells = json.loads(graded.notebook)["cells"]
+    return scan_cells("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+                      for c in cells if c["cell_type"] == "code"
+                      and not c.get("metadata", {}).get("nbgrader", {}).get("locked"))
 
 
 def grade_submissions(subs: list[Submission], *, settings: GradeSettings, jobs: int,
-                      progress: Progress | None = None) -> tuple[list[Result], list]:
-    """Grade ``subs``; returns the table rows and the engine's records (same order)."""
+                      progress: Progress | None = None,
+                      started: Callable[[], None] | None = None) -> tuple[list[Result], list]:
+    """Grade ``subs``; returns the table rows and the engine's records (same order).
+    ``started`` runs once the grading workers exist (see :func:`.engine.pool.grade_tasks`)."""
     from .engine.manifest import ManifestError, load
     from .engine.pool import Task, grade_tasks
 
@@ -209,7 +210,7 @@ def grade_submissions(subs: list[Submission], *, settings: GradeSettings, jobs: 
 
     if progress:
         progress(done[0], len(subs), "")
-    records = grade_tasks(tasks, settings, jobs=jobs, progress=tick)
+    records = grade_tasks(tasks, settings, jobs=jobs, progress=tick, started=started)
     engine_records: list = [None] * len(subs)
     for i, graded in zip(where, records):
         sub = subs[i]
@@ -311,8 +312,8 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
     from dataclasses import replace
 
     from .bank import PRACTICE_SALT
-    from .engine.gradebook import write_gradebook
-    from .engine.manifest import load
+    from .engine.gradebook import GradebookWriter
+    from .engine.manifest import ManifestError, load
     from .salt import load_salt
 
     subs = find_submissions(Path(submissions), assignment)
@@ -320,20 +321,24 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
     course = course_root(Path(submissions), out)
     if settings.salt == PRACTICE_SALT:
         settings = replace(settings, salt=load_salt(course=course, salt_file=salt_file))
+    try:
+        manifests = {a: load(a) for a in {s.assignment for s in subs} if a in ASSIGNMENTS}
+    except ManifestError as err:
+        raise CourseError(str(err)) from None
     out.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(out / "grading.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.getLogger("autograder").addHandler(handler)
+    writer = GradebookWriter(course / "gradebook.db", manifests)
     try:
-        results, records = grade_submissions(subs, settings=settings,
-                                             jobs=jobs or default_jobs(), progress=progress)
+        results, records = grade_submissions(subs, settings=settings, jobs=jobs or default_jobs(),
+                                             progress=progress, started=writer.start)
         staging = Path(tempfile.mkdtemp(prefix=".grading-", dir=out))
         try:
             _stage_records(results, records, staging)
             write_outputs(results, staging / "out")
-            graded = [g for g in records if g is not None]
-            manifests = {g.task.assignment: load(g.task.assignment) for g in graded}
-            write_gradebook(course / "gradebook.db", graded, manifests)
+            writer.record(g for g in records if g is not None)
+            writer.close()
             if (staging / "autograded").is_dir():
                 _move_into(staging / "autograded", course / "autograded", depth=2)
             _move_into(staging / "out", out, depth=3)

