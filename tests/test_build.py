@@ -55,6 +55,17 @@ def test_answer_keys_have_solutions_outputs_and_no_hidden_tests():
         assert any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), a
 
 
+def test_answer_keys_ran_cleanly_and_their_plots_have_every_glyph():
+    """No error and nothing on stderr: matplotlib warns there when a label has a character
+    its font lacks (Chinese in a figure would show as boxes)."""
+    for a, nb in _committed("solutions"):
+        for cell in nb.cells:
+            for out in cell.get("outputs", []):
+                assert out.get("output_type") != "error", (a, out.get("evalue"))
+                assert not (out.get("output_type") == "stream" and out.get("name") == "stderr"), \
+                    (a, out.get("text"))
+
+
 def test_student_editions_open_with_how_to_answer_and_self_check():
     for view in ("release", "exercises"):
         for a, nb in _committed(view):

@@ -305,7 +305,7 @@ def _encode_for_host(value: Any, blobs: list[bytes], handles: HandleTable, depth
 
 def _encode_array(arr: np.ndarray, blobs: list[bytes], handles: HandleTable, depth: int) -> Any:
     if arr.dtype.kind in _ARRAY_KINDS and not arr.dtype.fields:
-        blobs.append(_npy(np.ascontiguousarray(arr)))
+        blobs.append(_npy(arr))
         return {"$": "ndarray", "blob": len(blobs) - 1}
     if arr.dtype.kind == "O" and arr.size <= 100_000:
         return {"$": "objarray", "shape": list(arr.shape),
