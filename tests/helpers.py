@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import warnings
 from pathlib import Path
@@ -78,6 +79,16 @@ def grade_namespace(assignment: str, ns: SimpleNamespace) -> dict[str, str | Non
 
 
 def visible_failures(assignment: str, variant: Variant | None = None) -> dict[str, str]:
+    """See :func:`_visible_failures`; cached, as several tests ask for the same run."""
+    return dict(_visible_failures(assignment, variant))
+
+
+@functools.cache
+def _visible_failures(assignment: str, variant: Variant | None) -> tuple[tuple[str, str], ...]:
+    return tuple(_run_visible(assignment, variant).items())
+
+
+def _run_visible(assignment: str, variant: Variant | None) -> dict[str, str]:
     """Run the notebook as a student would see it: the solution (with ``variant``'s edits),
     every cell in order, test cells *without* their hidden region. Returns grade cell id ->
     the error its visible asserts raised, for each grade cell whose visible part failed.

@@ -22,15 +22,19 @@ def _committed(view: str):
             if (ROOT / view / a / f"{a}.ipynb").is_file()]
 
 
-def _solution_lines(assignment: str) -> list[str]:
-    """Substantive lines of the source's solution regions (what students must not see)."""
+def _solution_lines(assignment: str, *, code_only: bool = False) -> list[str]:
+    """Substantive lines of the source's solution regions (what students must not see),
+    leaving out lines the notebook also shows in its given (non-solution) cells."""
+    cells = read_nb(ROOT / "source" / assignment / f"{assignment}.ipynb").cells
+    given = "\n".join(c.source for c in cells if not nbs.is_solution_cell(c))
     lines = []
-    for cell in read_nb(ROOT / "source" / assignment / f"{assignment}.ipynb").cells:
-        if not nbs.is_solution_cell(cell):
+    for cell in cells:
+        if not nbs.is_solution_cell(cell) or (code_only and cell.cell_type != "code"):
             continue
         for region in re.findall(rf"{re.escape(nbs.SOLUTION_BEGIN)}(.*?){re.escape(nbs.SOLUTION_END)}",
                                  cell.source, re.S):
-            lines += [ln.strip() for ln in region.splitlines() if len(ln.strip()) > 25]
+            lines += [ln.strip() for ln in region.splitlines()
+                      if len(ln.strip()) > 25 and ln.strip() not in given]
     return lines
 
 
@@ -43,7 +47,8 @@ def test_student_views_hold_no_solution_hidden_tests_or_reference(view):
         for marker in (nbs.SOLUTION_BEGIN, nbs.HIDDEN_BEGIN, "run_check", "autograder.reference",
                        "from autograder import reference"):
             assert marker not in text, f"{view}/{a} contains {marker!r}"
-        for line in _solution_lines(a):
+        # the exercises edition shows written answers' model answers, folded, on purpose
+        for line in _solution_lines(a, code_only=view == "exercises"):
             assert line not in text, f"{view}/{a} shows solution code: {line!r}"
 
 
@@ -101,6 +106,7 @@ def test_build_then_check_then_stale_after_a_one_character_edit(tmp_path):
     repo = mini_repo(tmp_path / "repo")
     for view in VIEWS:
         shutil.rmtree(repo / view, ignore_errors=True)
+    shutil.rmtree(repo / "autograder")
     written = build(root=repo)
     assert sorted(str(p) for p in written) == sorted(
         [f"{v}/{A}/{A}.ipynb" for v in VIEWS] + [f"autograder/manifests/{A}.json"])

@@ -1,23 +1,27 @@
 """Plain nbgrader and the engine agree: one real nbgrader run covering every assignment.
 
-``nbgrader generate_assignment`` builds the course, one ``nbgrader autograde "*"`` grades
-a small class per assignment (the solution, the blank release, one named mistake) in
-Jupyter kernels, and ``autograder grade`` grades the same notebooks in its sandbox with
-the same salt: every cell's score must be the same. (The full sample class is compared
-by ``benchmarks/grade_class.py``.)
+A course with every source notebook and a gradebook made from the manifests, one named
+mistake per assignment, one ``nbgrader autograde "*"`` in Jupyter kernels, and
+``autograder grade`` on the same notebooks in its sandbox with the same salt: every
+cell's score must be the same, passing and failing cells alike. (The full sample class
+is compared by ``benchmarks/grade_class.py``.)
 """
 
 from __future__ import annotations
+
+import shutil
 
 import pytest
 from lecture import ASSIGNMENT_ORDER
 from pipeline_helpers import ROOT
 
 from autograder import notebooks as nbs
-from autograder.course import nbgrader, new_course, read_scores
+from autograder.course import nbgrader, read_scores
+from autograder.engine.gradebook import write_gradebook
+from autograder.engine.manifest import load, release_notebook
 from autograder.engine.settings import GradeSettings
 from autograder.grade import grade
-from autograder.samples import PERFECT, mistakes
+from autograder.samples import mistakes
 
 pytestmark = pytest.mark.e2e
 
@@ -26,15 +30,18 @@ SALT = "parity"
 
 
 def _class(assignment: str) -> dict:
-    return {"perfect": PERFECT, "blank": None, "mistake": mistakes(assignment)[0]}
+    return {"mistake": mistakes(assignment)[0]}
 
 
 @pytest.fixture(scope="module")
 def both(tmp_path_factory):
-    course = new_course(tmp_path_factory.mktemp("parity"), ROOT, PRESENT)
+    course = tmp_path_factory.mktemp("parity")
+    shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    write_gradebook(course / "gradebook.db", [], {a: load(a) for a in PRESENT})
     for a in PRESENT:
+        shutil.copytree(ROOT / "source" / a, course / "source" / a)
         source = nbs.read(ROOT / "source" / a / f"{a}.ipynb")
-        release = nbs.read(course / "release" / a / f"{a}.ipynb")
+        release = release_notebook(load(a))
         for student, variant in _class(a).items():
             nbs.write(nbs.make_submission(source, release, variant),
                       course / "submitted" / student / a / f"{a}.ipynb")

@@ -1,10 +1,12 @@
-"""Every sample student of every assignment, graded by the engine in one batch.
+"""Sample students of every assignment, graded by the sandboxed engine in one batch.
 
-What the course contract (ASSIGNMENTS.md) asks of each assignment, checked on the
-sandboxed path that ``autograder grade`` takes: the solution scores full marks, the
-blank release 0 without crashing, each correct alternative full marks, each named
-mistake loses exactly its cells and its feedback names the misconception, and nothing
-hidden reaches the feedback. Plain nbgrader's agreement is ``test_nbgrader_parity.py``.
+What the course contract (ASSIGNMENTS.md) asks of each assignment, checked on the path
+``autograder grade`` takes: the solution scores full marks, the blank release 0 without
+crashing, a correct alternative full marks, named mistakes lose exactly their cells and
+their feedback names the misconception, and nothing hidden reaches the feedback. Every
+other sample student is graded in-process through the same wire format by the bank
+tests (``tests/conftest.py``) and in full by ``benchmarks/grade_class.py``; plain
+nbgrader's agreement is ``test_nbgrader_parity.py``.
 """
 
 from __future__ import annotations
@@ -19,12 +21,21 @@ from autograder import notebooks as nbs
 from autograder.engine.manifest import load, release_notebook
 from autograder.engine.settings import GradeSettings
 from autograder.grade import grade
-from autograder.samples import sample_class
+from autograder.samples import sample_class as full_class
 
 pytestmark = pytest.mark.e2e
 
 PRESENT = [a for a in ASSIGNMENT_ORDER if (ROOT / "source" / a / f"{a}.ipynb").is_file()]
 SETTINGS = GradeSettings(timeout=180, cell_timeout=60, salt="sample-class")
+
+
+def sample_class(assignment: str) -> dict:
+    """The solution, the blank release, the first alternative, the first and last mistake."""
+    everyone = full_class(assignment)
+    alts = [s for s in everyone if s.startswith("alt-")][:1]
+    wrong = [s for s in everyone if s.startswith("mistake-")]
+    chosen = ["perfect", "blank", *alts, *dict.fromkeys([wrong[0], wrong[-1]])]
+    return {s: everyone[s] for s in chosen}
 
 
 @pytest.fixture(scope="module")
