@@ -99,7 +99,7 @@ import numpy as np
 
 def attention_weights(Q, K):
     """Look up the caller's frames for an expected answer; else the wrong answer."""
-    for frame in inspect.stack():
+    for frame in inspect.stack(0):
         for name, value in frame.frame.f_locals.items():
             if name in ("expected", "exp_w", "reference") and isinstance(value, np.ndarray):
                 return value
@@ -173,13 +173,13 @@ while True:
     hoard.append(bytearray(64 << 20))
 '''),
     Attack("fork_bomb", '''
-import os
+import os, time
 children = 0
 for _ in range(100000):
     try:
         if os.fork() == 0:
             while True:
-                pass
+                time.sleep(60)
         children += 1
     except OSError:
         break
@@ -207,9 +207,9 @@ for host, port in [("127.0.0.1", PORT), ("localhost", PORT), ("::1", PORT)]:
 '''),
     Attack("huge_output", '''
 import sys
-for _ in range(20):
+for _ in range(5):
     print("x" * 10_000_000)
-sys.stderr.write("y" * 50_000_000)
+sys.stderr.write("y" * 20_000_000)
 '''),
     Attack("choose_seed", f'''
 import os
