@@ -14,13 +14,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .bank import ASSIGNMENT_MODULES
+from .assignments import ASSIGNMENTS
 
 __all__ = ["ASSIGNMENTS", "CourseError", "find_root", "source_notebook", "nbgrader",
            "new_course", "CellScore", "read_scores"]
 
-#: The five assignments, in the lecture's order.
-ASSIGNMENTS: tuple[str, ...] = tuple(ASSIGNMENT_MODULES)
 
 
 class CourseError(Exception):

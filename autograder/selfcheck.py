@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .course import ASSIGNMENTS, CourseError, check_assignment
 
-__all__ = ["Outcome", "detect_assignment", "self_check_notebook"]
+__all__ = ["Outcome", "detect_assignment", "self_check_notebook", "run_check_notebook"]
 
 
 @dataclass
@@ -76,12 +76,35 @@ def _read(notebook: Path):
 
 def self_check_notebook(*, notebook: Path, assignment: str | None = None,
                         timeout: float | None = None) -> list[Outcome]:
-    """Run ``notebook`` and every check of its assignment; one outcome per graded cell."""
+    """Run ``notebook`` and every check of its assignment; one outcome per graded cell.
+
+    A warm background process (:mod:`autograder.checkd`) answers when one is running;
+    otherwise the check runs here and starts one for next time.
+    """
+    from . import checkd
+
+    if not Path(notebook).is_file():
+        raise CourseError(f"notebook {notebook} does not exist: give the path of your .ipynb file")
+    if checkd.enabled():
+        warm = checkd.ask(Path(notebook), assignment, timeout or 0)
+        if warm is not None:
+            return warm
+    outcomes = run_check_notebook(notebook=notebook, assignment=assignment, timeout=timeout)
+    if checkd.enabled():
+        checkd.start()
+    return outcomes
+
+
+def run_check_notebook(*, notebook: Path, assignment: str | None = None,
+                       timeout: float | None = None, zygote=None) -> list[Outcome]:
+    """The check itself, with ``zygote`` (a warm one) or a new single-use one."""
     from .engine.proxy import Zygote
 
     notebook = Path(notebook)
     nb = _read(notebook)
     a = check_assignment(assignment) if assignment else detect_assignment(notebook, nb)
+    if zygote is not None:
+        return _run(notebook, a, zygote, timeout)
     # the zygote starts now and warms up while this process loads the checks
     zygote = Zygote(figures=False, warm=False, tokenizer=a == "q5_cost_scaling")
     try:

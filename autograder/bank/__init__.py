@@ -27,22 +27,16 @@ from typing import Any
 
 import numpy as np
 
+from ..assignments import ASSIGNMENT_MODULES
 from ..compare import CheckFailed, fail
 from ..engine.errors import Raised, StudentFault
+from ..engine.settings import PRACTICE_SALT
 from ..symbolic import TimeLimit, time_limit
 
 __all__ = ["Check", "Context", "Outcome", "check", "evaluate", "run_check", "self_check",
            "get_check", "checks_for", "seed_for", "PRACTICE_SALT", "ASSIGNMENT_MODULES",
            "CheckFailed", "GraderError"]
 
-#: Assignment id -> bank module (relative to this package); the bank's index.
-ASSIGNMENT_MODULES: dict[str, str] = {
-    "q1_value_scaling": ".q1",
-    "q2_dk_growth": ".q2",
-    "q3_permutation": ".q3",
-    "q4_single_token": ".q4",
-    "q5_cost_scaling": ".q5",
-}
 _PREFIX_TO_ASSIGNMENT = {a.split("_")[0]: a for a in ASSIGNMENT_MODULES}
 
 #: Seconds a single check may run before it is stopped with a message.
@@ -101,10 +95,6 @@ def checks_for(assignment: str) -> list[Check]:
 
 # ------------------------------------------------------------------ seeds
 
-#: The salt of practice runs (``autograder check``, the exercises edition, plain
-#: ``nbgrader autograde`` without ``AUTOGRADER_SALT``): public, so never used to grade
-#: a class with ``autograder grade``, which reads a secret salt (:mod:`autograder.salt`).
-PRACTICE_SALT = "lecture9-self-attention/practice"
 
 
 def seed_for(name: str, *, student: str = "", salt: str = PRACTICE_SALT) -> int:

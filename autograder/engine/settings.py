@@ -1,12 +1,17 @@
-"""The grading settings and their defaults, defined once (the CLI and nbgrader_config read them)."""
+"""The grading settings and their defaults, defined once (the CLI and nbgrader_config read them).
+
+Kept free of heavy imports: the CLI reads it on every start."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..bank import PRACTICE_SALT
+__all__ = ["GradeSettings", "DEFAULTS", "PRACTICE_SALT"]
 
-__all__ = ["GradeSettings", "DEFAULTS"]
+#: The salt of practice runs (``autograder check``, the exercises edition, plain
+#: ``nbgrader autograde`` without ``AUTOGRADER_SALT``): public, so never used to grade
+#: a class with ``autograder grade``, which reads a secret salt (:mod:`autograder.salt`).
+PRACTICE_SALT = "lecture9-self-attention/practice"
 
 
 @dataclass(frozen=True)
