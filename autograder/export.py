@@ -13,7 +13,8 @@ changes nothing for it until it is regraded.
 - ``moodle``: the assignment's offline grading worksheet (Moodle's "Upload grading
   worksheet"): ``Identifier`` (``Participant <id>``), ``Full name``, ``Grade``,
   ``Maximum Grade``, ``Last modified (grade)``; one assignment per file;
-- ``csv``: ``student_id, name``, one column per assignment, ``total``.
+- ``csv``: ``student_id, name``, one column per assignment, ``total`` (blank while a
+  check is broken; an assignment not submitted is blank and adds nothing).
 """
 
 from __future__ import annotations
@@ -118,7 +119,8 @@ def _plain(book: Gradebook) -> list[list[str]]:
     rows = [["student_id", "name", *book.assignments, "total"]]
     for s in _students(book):
         scores = [book.totals[s].get(a) for a in book.assignments]
-        total = sum(x for x in scores if x is not None)
+        broken = any(a in book.totals[s] and book.totals[s][a] is None for a in book.assignments)
+        total = None if broken else sum(x for x in scores if x is not None)
         rows.append([s, book.names[s], *map(_number, scores), _number(total)])
     return rows
 

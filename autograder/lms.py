@@ -77,8 +77,9 @@ class Intake:
 
 def parse_name(rel: PurePosixPath, source: Path) -> Entry | None:
     """The entry a notebook's path inside the download stands for (None: not an LMS name)."""
-    if len(rel.parts) >= 2 and (m := MOODLE_DIR.match(rel.parts[-2])):
-        return Entry("moodle", m["user"], m["name"], rel.name, source)
+    for folder in rel.parts[:-1]:  # Moodle keeps the student's own subfolders below its own
+        if m := MOODLE_DIR.match(folder):
+            return Entry("moodle", m["user"], m["name"], rel.name, source)
     if m := MOODLE_FILE.match(rel.name):
         return Entry("moodle", m["user"], m["name"], m["file"], source)
     if m := CANVAS.match(rel.name):
@@ -193,8 +194,8 @@ def _unpack(path: Path, dest: Path) -> Path:
     return dest
 
 
-def check_download(path: Path, assignment: str | None = None) -> int:
-    """Fail early on bad input; returns how many notebooks the download holds."""
+def _count_notebooks(path: Path, assignment: str | None) -> int:
+    """Fail early on a missing file, a non-zip or no notebooks; returns the count."""
     path = Path(path)
     if assignment is not None:
         check_assignment(assignment)
@@ -285,8 +286,8 @@ def _entries(root: Path) -> list[Entry]:
         entry = parse_name(rel, path)
         (entries if entry else strays).append(entry or rel)
     if entries and strays:
-        raise CourseError(f"{strays[0]} is not named as Canvas or Moodle name submissions: "
-                          "remove it from the download, or grade it on its own")
+        raise CourseError(f"{strays[0]} is not named as Canvas or Moodle name their "
+                          "downloads: remove it from the download, or grade it on its own")
     return entries
 
 
@@ -294,7 +295,7 @@ def open_download(path: Path, *, assignment: str | None, work: Path) -> Intake |
     """Lay ``path`` (zip or folder) out under ``work``; None when it is already nbgrader's
     layout (a zip holding one is unpacked and graded as such)."""
     path = Path(path)
-    check_download(path, assignment)
+    _count_notebooks(path, assignment)
     root = _unpack(path, work / "download") if path.is_file() else path
     entries = _entries(root)
     if not entries:
@@ -309,6 +310,17 @@ def open_download(path: Path, *, assignment: str | None, work: Path) -> Intake |
     _assign(entries, assignment)
     folder = work / "class"
     return Intake(kinds.pop(), folder, _layout(entries, folder))
+
+
+def check_download(path: Path, assignment: str | None = None) -> int:
+    """Everything :func:`open_download` would refuse, refused now (before any grading);
+    returns how many submissions the download holds."""
+    with tempfile.TemporaryDirectory(prefix="autograder-lms-check-") as work:
+        intake = open_download(Path(path), assignment=assignment, work=Path(work))
+        if intake is None:
+            raise CourseError(f"{path} is not an LMS download")
+        return sum(len(row["files"]) for row in intake.students.values()) if \
+            intake.students else _count_notebooks(intake.folder, assignment)
 
 
 # ------------------------------------------------------------------ grading

@@ -24,8 +24,8 @@ from pipeline_helpers import A, read_nb, sample_submissions
 from autograder.cli import main
 from autograder.engine.manifest import load
 from autograder.engine.settings import GradeSettings
-from autograder.gradescope import make_bundle
 from autograder.grade import grade
+from autograder.gradescope import make_bundle
 from autograder.gradescope_run import run
 
 pytestmark = pytest.mark.e2e
