@@ -198,7 +198,8 @@ def test_failed_tests_carry_the_chinese_diagnosis(runs):
     assert failed["status"] == "failed" and failed["score"] == 0.0
     assert "softmax 数值溢出" in failed["output"]
     assert tests["test_softmax"]["output"] == "通过。"
-    assert "自动评分" in data["mistake"]["output"] and "test_softmax_stable" in data["mistake"]["output"]
+    summary = data["mistake"]["output"]
+    assert "自动评分" in summary and "test_softmax_stable" in summary
     # a single notebook with another name is graded, and the name is pointed out
     assert "文件名应为" in data["mistake"]["output"]
 
