@@ -158,6 +158,7 @@ def test_the_bundle_follows_gradescopes_layout(bundle):
     assert modes["salt"] & 0o077 == 0
     for script in ("setup.sh", "run_autograder"):
         assert (source / script).read_text().startswith("#!/usr/bin/env bash\n")
+        assert subprocess.run(["bash", "-n", str(source / script)]).returncode == 0
     pins = (source / "requirements.txt").read_text().split()
     assert pins and all("==" in p for p in pins)
     assert {"numpy", "sympy", "nbformat", "latex2mathml"} <= {p.split("==")[0] for p in pins}
