@@ -191,9 +191,24 @@ def results_for(config: BundleConfig, manifest, result=None, graded=None,
 # ------------------------------------------------------------------ the run
 
 
+def _engine(submission, settings) -> tuple:
+    """The engine on one submission; should the sandbox not start at all here (a
+    container that half-allows namespaces), once more without namespaces."""
+    from dataclasses import replace
+
+    from .grade import grade_submissions
+
+    try:
+        return grade_submissions([submission], settings=settings, jobs=1)
+    except RuntimeError as err:
+        print(f"{err}: grading again without namespaces (limits and a subreaper only)")
+        return grade_submissions([submission], settings=replace(settings, isolate=False),
+                                 jobs=1)
+
+
 def _grade(root: Path, config: BundleConfig, manifest) -> dict:
     from .engine.settings import GradeSettings
-    from .grade import Submission, grade_submissions
+    from .grade import Submission
 
     picked = pick_notebook(root / "submission", config.assignment)
     if picked.path is None:
@@ -205,8 +220,7 @@ def _grade(root: Path, config: BundleConfig, manifest) -> dict:
     with tempfile.TemporaryDirectory(prefix="gradescope-") as work:
         folder = Path(work) / student / config.assignment
         _copy(picked.path, folder)
-        results, records = grade_submissions(
-            [Submission(student, config.assignment, folder)], settings=settings, jobs=1)
+        results, records = _engine(Submission(student, config.assignment, folder), settings)
     print(f"graded {picked.path.name} as {student}: {results[0].status}, "
           f"{results[0].auto_score:g}/{results[0].auto_max:g}; {results[0].reason}")
     return results_for(config, manifest, results[0], records[0])

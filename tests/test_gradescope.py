@@ -268,3 +268,21 @@ def test_cli_writes_the_bundle_and_refuses_bad_input(tmp_path):
                   str(tmp_path / "missing")]):
         done = CliRunner().invoke(main, args)
         assert done.exit_code == 2 and done.output.startswith("error: "), done.output
+
+
+def test_a_sandbox_that_cannot_start_is_retried_without_namespaces(monkeypatch, capsys):
+    import autograder.grade as grade_module
+    from autograder import gradescope_run
+
+    calls = []
+
+    def fake(subs, *, settings, jobs):
+        calls.append(settings.isolate)
+        if settings.isolate:
+            raise RuntimeError("grading worker died: the sandbox could not be started")
+        return ["row"], ["record"]
+
+    monkeypatch.setattr(grade_module, "grade_submissions", fake)
+    assert gradescope_run._engine("submission", SETTINGS) == (["row"], ["record"])
+    assert calls == [True, False]
+    assert "without namespaces" in capsys.readouterr().out
