@@ -112,7 +112,10 @@ def is_download(path: Path) -> bool:
         return True
     if not path.is_dir():
         return False
-    return _looks_like_lms([p.name for p in path.iterdir()])
+    children = [p for p in path.iterdir() if not p.name.startswith(".")]
+    if len(children) == 1 and children[0].is_dir():  # the download unpacked into a folder
+        children += list(children[0].iterdir())
+    return _looks_like_lms([p.name for p in children])
 
 
 # ------------------------------------------------------------------ the zip

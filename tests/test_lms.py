@@ -280,3 +280,14 @@ def test_export_refuses_what_the_lms_cannot_import(tmp_path):
                                            str(tmp_path / "x.csv")])
     assert "ASSIGNMENT=HEADER" in _cli_error(["export", str(results), "--to", "canvas",
                                               "--out", str(tmp_path / "x.csv"), "--column", "x"])
+
+
+def test_an_unpacked_download_is_recognised_even_inside_one_folder(tmp_path):
+    nb = nbformat.writes(nbformat.v4.new_notebook()).encode()
+    folder = tmp_path / "dl" / "Course-Q1-1234" / "Zhang San_2001_assignsubmission_file_"
+    folder.mkdir(parents=True)
+    (folder / "q1_value_scaling.ipynb").write_bytes(nb)
+    assert lms.is_download(tmp_path / "dl") and lms.is_download(folder.parent)
+    intake = lms.open_download(tmp_path / "dl", assignment=None, work=tmp_path / "work")
+    assert intake.lms == "moodle" and intake.students["2001"]["name"] == "Zhang San"
+    assert not lms.is_download(ROOT / "release")  # nbgrader's own layout
