@@ -29,6 +29,7 @@ __all__ = ["BundleConfig", "Picked", "pick_notebook", "student_id", "results_for
 log = logging.getLogger("autograder")
 
 CONFIG, SALT = "config.json", "salt"
+CRASHED = "评分程序内部出错（不是你的错误），本次暂记 0 分；教师会查看并重新评分。"
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 #: Largest notebook copied for grading (the engine refuses anything above its own limit).
 MAX_COPY = (50 << 20) + 1
@@ -170,7 +171,9 @@ def results_for(config: BundleConfig, manifest, result=None, graded=None,
     """results.json for one graded submission (``result``/``graded`` from the engine), or
     for one that could not be graded (``reason`` in Chinese, every test 0)."""
     notes = [n.zh for n in (graded.notes if graded is not None else [])]
-    if graded is not None and graded.stopped:
+    if graded is not None and graded.crashed:
+        reason = reason or CRASHED
+    elif graded is not None and graded.stopped:
         reason = reason or "；".join(notes)
     cells = {c.grade_id: c for c in graded.cells} if graded is not None and not reason else {}
     tests = [_test(i, spec, cells.get(spec.grade_id), config.visibility)
@@ -221,17 +224,19 @@ def _grade(root: Path, config: BundleConfig, manifest) -> dict:
         folder = Path(work) / student / config.assignment
         _copy(picked.path, folder)
         results, records = _engine(Submission(student, config.assignment, folder), settings)
-    print(f"graded {picked.path.name} as {student}: {results[0].status}, "
-          f"{results[0].auto_score:g}/{results[0].auto_max:g}; {results[0].reason}")
-    return results_for(config, manifest, results[0], records[0])
+    row = results[0]
+    print(f"graded {picked.path.name} as {student}: {row.status}, "
+          f"{row.auto_score:g}/{row.auto_max:g}; {row.reason}")
+    if row.review or (records[0] is not None and records[0].crashed):
+        print(f"review: {'; '.join(row.review)}\n{records[0].crashed if records[0] else ''}")
+    return results_for(config, manifest, row, records[0])
 
 
 def _crashed(config: BundleConfig | None, manifest) -> dict:
     print(traceback.format_exc())  # stdout: shown to instructors only
-    text = "评分程序内部出错（不是你的错误），本次暂记 0 分；教师会查看并重新评分。"
     if config is None or manifest is None:
-        return {"score": 0.0, "output": text, "output_format": "text", "tests": []}
-    return results_for(config, manifest, reason=text)
+        return {"score": 0.0, "output": CRASHED, "output_format": "text", "tests": []}
+    return results_for(config, manifest, reason=CRASHED)
 
 
 def run(root: Path | None = None) -> dict:

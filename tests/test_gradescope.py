@@ -286,3 +286,16 @@ def test_a_sandbox_that_cannot_start_is_retried_without_namespaces(monkeypatch, 
     assert gradescope_run._engine("submission", SETTINGS) == (["row"], ["record"])
     assert calls == [True, False]
     assert "without namespaces" in capsys.readouterr().out
+
+
+def test_an_engine_crash_is_zero_and_said_to_be_the_graders_fault():
+    from autograder.engine.pool import Graded, Task
+    from autograder.grade import Result
+    from autograder.gradescope_run import CRASHED, BundleConfig, results_for
+
+    graded = Graded(Task("s", A, Path(".")), crashed="Traceback: a bug")
+    row = Result("s", A, status="grader-error", auto_max=load(A).auto_max)
+    data = results_for(BundleConfig(A), load(A), row, graded)
+    data["execution_time"] = 1.0
+    validate(data)
+    assert data["score"] == 0.0 and CRASHED in data["output"] and "a bug" not in data["output"]
