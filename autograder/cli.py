@@ -157,7 +157,8 @@ def _verbose(verbose: bool) -> None:
 def grade_cmd(submissions: Path, assignment: str | None, jobs: int | None, timeout: float,
               cell_timeout: float, memory: int, salt_file: Path | None, out: Path,
               verbose: bool) -> None:
-    """Grade SUBMISSIONS (nbgrader's submitted/<student>/<assignment>/<assignment>.ipynb).
+    """Grade SUBMISSIONS (nbgrader's submitted/<student>/<assignment>/<assignment>.ipynb,
+    or a Canvas/Moodle "download submissions" zip or folder: rows then carry the LMS's ids).
 
     Each submission's code runs in a sandboxed child; the checks, seeds and scores stay
     in the grader. Scores go to OUT and to the course's gradebook.db, autograded notebooks
@@ -166,14 +167,17 @@ def grade_cmd(submissions: Path, assignment: str | None, jobs: int | None, timeo
     from dataclasses import replace
 
     from . import grade as g
+    from .lms import check_download, is_download
 
     _verbose(verbose)
     console = _console()
-    subs = g.find_submissions(submissions, assignment)  # bad input fails before any work
+    # bad input fails before any work
+    total = check_download(submissions, assignment) if is_download(submissions) else \
+        len(g.find_submissions(submissions, assignment))
     settings = replace(DEFAULTS, timeout=timeout, cell_timeout=cell_timeout, memory_mb=memory)
     started = time.monotonic()
     with _bar(console) as bar:
-        task = bar.add_task("starting the sandbox", total=len(subs))
+        task = bar.add_task("starting the sandbox", total=total)
 
         def progress(done: int, total: int, what: str) -> None:
             bar.update(task, completed=done, total=total,
@@ -313,6 +317,88 @@ def hand_example_cmd() -> None:
         click.echo(f"W_v = {v_scale:g}I")
         click.echo(f"  weights = {weights.round(3).tolist()}")
         click.echo(f"  output  = {output.round(3).tolist()}")
+
+
+# ------------------------------------------------------------------ gradescope
+
+
+@main.command("gradescope")
+@click.argument("assignment")
+@click.option("--out", "out", type=click.Path(path_type=Path), default=Path("autograder.zip"),
+              show_default=True, help="The bundle to upload to Gradescope (a .zip).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=DEFAULTS.timeout,
+              show_default=True, help="Wall-clock seconds per submission before it is stopped.")
+@click.option("--cell-timeout", type=click.FloatRange(min=1), default=DEFAULTS.cell_timeout,
+              show_default=True, help="Seconds per cell before it is interrupted.")
+@click.option("--memory", type=click.IntRange(min=64), default=DEFAULTS.memory_mb,
+              show_default=True, help="Memory per submission, in MiB, beyond the sandbox's own.")
+@click.option("--visibility", default="visible", show_default=True,
+              type=click.Choice(["visible", "after_due_date", "after_published", "hidden"]),
+              help="When students see the per-test results (Gradescope's visibility).")
+@click.option("--salt-file", type=click.Path(path_type=Path), default=None,
+              help="Use this course salt (default: a new secret salt for the bundle).")
+def gradescope_cmd(assignment: str, out: Path, timeout: float, cell_timeout: float,
+                   memory: int, visibility: str, salt_file: Path | None) -> None:
+    """Write a Gradescope autograder bundle for ASSIGNMENT (setup.sh, run_autograder, wheel).
+
+    Upload OUT on the assignment's "Configure Autograder" page. It holds a secret salt:
+    keep it private. Each submission gets one test per grade cell with the Chinese
+    diagnosis; the written answers are listed for grading by hand.
+    """
+    from dataclasses import replace
+
+    from .gradescope import make_bundle
+
+    settings = replace(DEFAULTS, timeout=timeout, cell_timeout=cell_timeout, memory_mb=memory)
+    bundle = make_bundle(assignment=assignment, out=out, settings=settings,
+                         visibility=visibility, salt_file=salt_file)
+    click.echo(f"wrote {bundle.path} ({bundle.size / 1024:.0f} KiB): "
+               f"{', '.join(bundle.files)}; {bundle.requirements} pinned requirements")
+    click.echo("upload it in Gradescope: assignment > Configure Autograder > Zip file upload "
+               "(keep it private: it holds the salt)")
+
+
+# ------------------------------------------------------------------ export
+
+
+def _columns(pairs: tuple[str, ...]) -> dict[str, str]:
+    columns = {}
+    for pair in pairs:
+        assignment, sep, header = pair.partition("=")
+        if not sep or not header.strip():
+            raise CourseError(f"--column {pair!r} must be ASSIGNMENT=HEADER, e.g. "
+                              "q1_value_scaling='Lecture 9 Q1 (12345)'")
+        columns[assignment.strip()] = header.strip()
+    return columns
+
+
+@main.command("export")
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option("--to", "to", required=True, type=click.Choice(["canvas", "moodle", "csv"]),
+              help="The gradebook format: Canvas import, Moodle grading worksheet, plain CSV.")
+@click.option("--out", "out", type=click.Path(path_type=Path), required=True,
+              help="The CSV file to write.")
+@click.option("--assignment", default=None,
+              help="Only this assignment (a Moodle worksheet holds one assignment).")
+@click.option("--column", "column", multiple=True, metavar="ASSIGNMENT=HEADER",
+              help="Canvas column header for an assignment, best 'Title (Canvas id)'.")
+def export_cmd(results: Path, to: str, out: Path, assignment: str | None,
+               column: tuple[str, ...]) -> None:
+    """Write the gradebook CSV an LMS imports from RESULTS (autograder grade's --out folder).
+
+    One row per student with the LMS's own id and the automatic total per assignment
+    (written answers are graded by hand). Canvas: Grades > Import; Moodle: the
+    assignment's "Upload grading worksheet".
+    """
+    from .export import export
+
+    book = export(results=results, to=to, out=out, assignment=assignment,
+                  columns=_columns(column))
+    click.echo(f"wrote {out}: {len(book.totals)} student(s), "
+               f"{', '.join(book.assignments)}")
+    if book.blanks:
+        click.echo(f"left blank (a check broke, regrade first): {', '.join(book.blanks)}",
+                   err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

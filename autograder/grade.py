@@ -89,7 +89,8 @@ def find_submissions(submissions: Path, assignment: str | None = None) -> list[S
     submissions = Path(submissions)
     if not submissions.is_dir():
         raise CourseError(f"submissions folder {submissions} does not exist: give the folder "
-                          "laid out as submitted/<student>/<assignment>/<assignment>.ipynb")
+                          "laid out as submitted/<student>/<assignment>/<assignment>.ipynb, "
+                          "or a Canvas/Moodle download (.zip)")
     if (submissions / "submitted").is_dir():
         submissions = submissions / "submitted"
     if assignment is not None:
@@ -306,16 +307,24 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
           progress: Progress | None = None) -> list[Result]:
     """Grade every submission under ``submissions``; see the module docstring for outputs.
 
+    ``submissions`` may also be a Canvas or Moodle download (zip or folder): see
+    :mod:`autograder.lms`; the results then carry the LMS's own student ids.
+
     ``settings.salt`` is used as given when it is not the public practice salt;
     otherwise the course's secret salt is read (or created) by :mod:`autograder.salt`.
     """
     from dataclasses import replace
 
-    from .bank import PRACTICE_SALT
+    from .engine.settings import PRACTICE_SALT
     from .engine.gradebook import GradebookWriter
     from .engine.manifest import ManifestError, load
+    from .lms import grade_download, is_download
     from .salt import load_salt
 
+    if is_download(Path(submissions)):  # a Canvas/Moodle download (zip or folder)
+        return grade_download(submissions=Path(submissions), out=out, assignment=assignment,
+                              jobs=jobs, settings=settings, salt_file=salt_file,
+                              progress=progress)
     subs = find_submissions(Path(submissions), assignment)
     out = Path(out).resolve()
     course = course_root(Path(submissions), out)

@@ -1,0 +1,157 @@
+"""``autograder gradescope ASSIGNMENT``: a Gradescope autograder bundle (a zip).
+
+Laid out as Gradescope's autograder specification asks
+(https://gradescope-autograders.readthedocs.io/en/latest/specs/), at the zip's root:
+
+- ``setup.sh``: run once as root when Gradescope builds the image. It installs uv (pinned),
+  the Python version the pins were taken from, the pinned requirements
+  (``requirements.txt``) and this package from the wheel in ``wheels/``;
+- ``run_autograder``: run for every submission; it starts
+  ``python -m autograder.gradescope_run`` (see that module) and, should Python itself fail
+  to start, still writes a results.json that says so;
+- ``config.json``: the assignment and the limits; ``salt``: a secret salt made for this
+  bundle (or the course's, with ``salt_file``), so the hidden inputs stay unknown to
+  students. The zip is the instructor's: keep it private.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__
+from .course import CourseError, check_assignment
+from .engine.settings import DEFAULTS, GradeSettings
+
+__all__ = ["Bundle", "make_bundle", "UV_VERSION", "VENV"]
+
+#: The uv release setup.sh installs (it then installs Python and the pinned packages).
+UV_VERSION = "0.13.9"
+#: Where setup.sh puts the grading environment inside Gradescope's image.
+VENV = "/opt/attention-autograder"
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once, as root, while it builds the autograder image.
+# It installs uv {uv}, Python {python}, the pinned packages and attention-autograder {version}.
+set -euo pipefail
+SOURCE="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends python3 python3-venv ca-certificates
+python3 -m venv /opt/uv
+/opt/uv/bin/pip install -q "uv=={uv}"
+export UV_PYTHON_INSTALL_DIR=/opt/uv/python
+/opt/uv/bin/uv python install {python}
+/opt/uv/bin/uv venv --python {python} {venv}
+/opt/uv/bin/uv pip install --python {venv}/bin/python -r "$SOURCE/requirements.txt"
+/opt/uv/bin/uv pip install --python {venv}/bin/python --no-deps "$SOURCE/wheels/{wheel}"
+chmod 600 "$SOURCE/salt"
+# fail the build now, not at the first submission, if anything is missing
+{venv}/bin/python -c "import autograder.gradescope_run, autograder.bank; \\
+from autograder.engine.manifest import load; load('{assignment}')"
+echo "attention-autograder {version} ready for {assignment}"
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for every submission (as root, working directory /autograder).
+# GRADESCOPE_ROOT replaces /autograder; AUTOGRADER_PYTHON the interpreter setup.sh made.
+ROOT="${{GRADESCOPE_ROOT:-/autograder}}"
+PYTHON="${{AUTOGRADER_PYTHON:-{venv}/bin/python}}"
+rm -f "$ROOT/results/results.json"
+"$PYTHON" -m autograder.gradescope_run "$ROOT"
+status=$?
+if [ ! -s "$ROOT/results/results.json" ]; then
+  mkdir -p "$ROOT/results"
+  cat > "$ROOT/results/results.json" <<'JSON'
+{{"score": 0.0, "output": "评分程序未能启动（不是你的错误），本次暂记 0 分；教师会查看并重新评分。", "tests": []}}
+JSON
+  echo "the grader exited with status $status before writing results.json"
+fi
+exit 0
+"""
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """What :func:`make_bundle` wrote."""
+
+    path: Path
+    assignment: str
+    size: int
+    files: tuple[str, ...]
+    requirements: int
+
+
+def _config(assignment: str, settings: GradeSettings, visibility: str) -> dict:
+    return {"assignment": assignment, "timeout": settings.timeout,
+            "cell_timeout": settings.cell_timeout, "memory_mb": settings.memory_mb,
+            "visibility": visibility, "version": __version__}
+
+
+def _salt(salt_file: Path | None) -> str:
+    if salt_file is None:
+        return secrets.token_hex(32)
+    path = Path(salt_file)
+    if not path.is_file() or not path.read_text(encoding="utf-8").strip():
+        raise CourseError(f"salt file {path} is missing or empty: give the course's "
+                          ".autograder-salt, or omit --salt-file for a new salt")
+    return path.read_text(encoding="utf-8").strip()
+
+
+def _write(zf: zipfile.ZipFile, name: str, data: bytes, mode: int) -> None:
+    item = zipfile.ZipInfo(name, _EPOCH)
+    item.external_attr = (0o100000 | mode) << 16
+    item.compress_type = zipfile.ZIP_DEFLATED
+    zf.writestr(item, data)
+
+
+def _contents(assignment: str, settings: GradeSettings, visibility: str,
+              salt_file: Path | None, work: Path) -> list[tuple[str, bytes, int]]:
+    """(name in the zip, bytes, mode) of every file of the bundle."""
+    from .distribution import build_wheel, pinned_requirements, python_minor
+
+    wheel = build_wheel(work)
+    pins = pinned_requirements()
+    fill = {"uv": UV_VERSION, "python": python_minor(), "version": __version__,
+            "venv": VENV, "wheel": wheel.name, "assignment": assignment}
+    config = json.dumps(_config(assignment, settings, visibility), indent=2) + "\n"
+    return [("setup.sh", SETUP_SH.format(**fill).encode(), 0o755),
+            ("run_autograder", RUN_AUTOGRADER.format(**fill).encode(), 0o755),
+            ("requirements.txt", ("\n".join(pins) + "\n").encode(), 0o644),
+            ("config.json", config.encode(), 0o644),
+            ("salt", (_salt(salt_file) + "\n").encode(), 0o600),
+            (f"wheels/{wheel.name}", wheel.read_bytes(), 0o644)]
+
+
+def make_bundle(*, assignment: str, out: Path, settings: GradeSettings = DEFAULTS,
+                visibility: str = "visible", salt_file: Path | None = None) -> Bundle:
+    """Write the Gradescope autograder zip for ``assignment`` to ``out``."""
+    from .engine.manifest import ManifestError, load
+    from .gradescope_run import VISIBILITIES
+
+    check_assignment(assignment)
+    if visibility not in VISIBILITIES:
+        raise CourseError(f"unknown visibility {visibility!r}: choose one of "
+                          f"{', '.join(VISIBILITIES)}")
+    try:
+        load(assignment)
+    except ManifestError as err:
+        raise CourseError(str(err)) from None
+    out = Path(out)
+    if out.suffix != ".zip":
+        raise CourseError(f"--out {out} must end in .zip: Gradescope uploads a zip file")
+    with tempfile.TemporaryDirectory(prefix="gradescope-bundle-") as work:
+        files = _contents(assignment, settings, visibility, salt_file, Path(work))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name, data, mode in files:
+                _write(zf, name, data, mode)
+    requirements = files[2][1].decode().count("\n")
+    return Bundle(out, assignment, out.stat().st_size, tuple(n for n, _d, _m in files),
+                  requirements)
+
