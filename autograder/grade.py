@@ -315,9 +315,9 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
     """
     from dataclasses import replace
 
-    from .engine.settings import PRACTICE_SALT
     from .engine.gradebook import GradebookWriter
     from .engine.manifest import ManifestError, load
+    from .engine.settings import PRACTICE_SALT
     from .lms import grade_download, is_download
     from .salt import load_salt
 
