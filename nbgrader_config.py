@@ -8,6 +8,7 @@ courses they build), so every command works from any folder of the repository.
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import GetGrades
 
+from autograder.engine.settings import DEFAULTS
 from autograder.feedback import HideHiddenTests
 
 c = get_config()  # noqa: F821 - injected by traitlets when nbgrader loads this file
@@ -19,8 +20,8 @@ c.CourseDirectory.assignment_id = ""
 c.ClearSolutions.code_stub = {"python": "# 在这里写你的代码\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "在这里写下你的回答。"
 
-# A looping cell is stopped after this many seconds (checks stop themselves sooner).
-c.Execute.timeout = 90
+# A looping cell is stopped after this many seconds, as `autograder grade` stops it.
+c.Execute.timeout = int(DEFAULTS.cell_timeout)
 c.Execute.interrupt_on_timeout = True
 
 # A correct answer may print a harmless warning; nbgrader would score a test cell

@@ -17,7 +17,7 @@ import numpy as np
 from . import reference as ref
 
 __all__ = ["Misconception", "CATALOG", "register", "attention_variants", "softmax_variants",
-           "weights_variants", "match", "diagnoser"]
+           "weights_variants", "match", "diagnoser", "naive_softmax"]
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def register(key: str, label: str, explain: str) -> Misconception:
     return entry
 
 
-def _naive_softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
+def naive_softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
     with np.errstate(all="ignore"):
         e = np.exp(z)
         return e / np.sum(e, axis=axis, keepdims=True)
@@ -93,7 +93,7 @@ def softmax_variants(z: np.ndarray, axis: int = -1) -> dict[str, np.ndarray]:
     z = np.asarray(z, dtype=np.float64)
     other = 0 if (axis % z.ndim) != 0 else (1 if z.ndim > 1 else None)
     out = {
-        "naive_softmax_overflow": _naive_softmax(z, axis),
+        "naive_softmax_overflow": naive_softmax(z, axis),
         "global_normalisation": ref.softmax(z.ravel()).reshape(z.shape),
     }
     with np.errstate(all="ignore"):
@@ -116,7 +116,7 @@ def attention_variants(
         "divide_by_dk": ref.softmax(s / d_k) @ V,
         "scale_sqrt_dv": ref.softmax(s / np.sqrt(d_v)) @ V,
         "softmax_query_axis": ref.softmax(s / np.sqrt(d_k), axis=0) @ V,
-        "naive_softmax_overflow": _naive_softmax(s / np.sqrt(d_k)) @ V,
+        "naive_softmax_overflow": naive_softmax(s / np.sqrt(d_k)) @ V,
         "raw_scores": (s / np.sqrt(d_k)) @ V,
         "weights_instead_of_output": w,
         "transposed_output": (w @ V).T,
@@ -138,7 +138,7 @@ def weights_variants(Q: np.ndarray, K: np.ndarray, d_model: int | None = None) -
         "no_scaling": ref.softmax(s),
         "divide_by_dk": ref.softmax(s / d_k),
         "softmax_query_axis": ref.softmax(s / np.sqrt(d_k), axis=0),
-        "naive_softmax_overflow": _naive_softmax(s / np.sqrt(d_k)),
+        "naive_softmax_overflow": naive_softmax(s / np.sqrt(d_k)),
         "raw_scores": s / np.sqrt(d_k),
         "transposed_weights": ref.softmax(s / np.sqrt(d_k)).T,
     }

@@ -25,6 +25,7 @@ __all__ = [
     "sym_attention",
     "sym_self_attention",
     "HAND_X",
+    "LECTURE_ATOL",
     "hand_example",
 ]
 
@@ -118,6 +119,9 @@ def sym_self_attention(
 
 
 # ---------------------------------------------------------------- the lecture's example
+
+#: The lecture prints its hand example to 3 decimals: compare with it to this tolerance.
+LECTURE_ATOL = 2e-3
 
 HAND_X = np.array([[1.0, 0.0], [0.0, 1.0]])
 

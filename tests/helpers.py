@@ -48,18 +48,14 @@ def solution_namespace(assignment: str, variant: Variant | None = None) -> Simpl
 
 
 def hidden_calls(assignment: str) -> dict[str, tuple[str, list[str]]]:
-    """Grade cell id -> (check name, keyword names) from each hidden ``run_check`` call."""
-    import ast
+    """Grade cell id -> (check name, keyword names) of each test cell's hidden check."""
+    from autograder.engine.hidden import check_calls
 
     nb = nbformat.read(ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
     calls = {}
     for cell in nb.cells:
-        if HIDDEN_BEGIN not in cell.source:
-            continue
-        hidden = cell.source.split(HIDDEN_BEGIN, 1)[1].split(HIDDEN_END, 1)[0]
-        for node in ast.walk(ast.parse(hidden)):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "run_check":
-                calls[grade_id(cell)] = (node.args[0].value, [k.arg for k in node.keywords])
+        for call in check_calls(cell.source) if cell.cell_type == "code" else []:
+            calls[grade_id(cell)] = (call.name, list(call.values))
     return calls
 
 

@@ -10,9 +10,10 @@ from click.testing import CliRunner
 from pipeline_helpers import ROOT, A, read_nb, write_nb
 
 from autograder import __version__
-from autograder.build import hidden_checks, normalise, self_check_source
+from autograder.build import normalise, self_check_source
 from autograder.cli import main
 from autograder.course import find_root
+from autograder.engine.hidden import check_calls
 from autograder.engine.manifest import load, release_notebook
 from autograder.engine.pipeline import Job, PutBackTests, RestoreMetadata
 from autograder.engine.settings import DEFAULTS
@@ -92,13 +93,11 @@ def test_find_root_from_a_subdirectory(monkeypatch):
 # ------------------------------------------------------------------ build helpers
 
 
-def test_hidden_checks_are_parsed_from_the_hidden_region():
+def test_self_check_cells_call_the_hidden_checks():
     source = ('x = 1\nassert x\n### BEGIN HIDDEN TESTS\nfrom autograder.bank import run_check\n'
               'run_check("q1.hand_example", weights_2I=weights_2I,\n'
               '          output_2I=output_2I)\n### END HIDDEN TESTS')
-    args = hidden_checks(source)
-    assert args == ['"q1.hand_example", weights_2I=weights_2I, output_2I=output_2I']
-    code = self_check_source(args)
+    code = self_check_source(check_calls(source))
     assert 'self_check("q1.hand_example", weights_2I=weights_2I, output_2I=output_2I)' in code
     assert "run_check" not in code
 

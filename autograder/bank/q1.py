@@ -17,9 +17,6 @@ from ..symbolic import (
 )
 from . import Context, check
 
-#: Tolerance for the hand example: the lecture's table is rounded to 3 decimals.
-LECTURE_ATOL = 2e-3
-
 C = sp.Symbol("c")
 W11_EXACT = sp.exp(1 / sp.sqrt(2)) / (1 + sp.exp(1 / sp.sqrt(2)))
 #: Position 1's weight on itself when W_q = c·I (W_k = I): c is an inverse temperature.
@@ -158,9 +155,9 @@ def hand_example(ctx: Context, *, weights_2I, output_2I, weights_3I, output_3I) 
     for v_scale, weights, output, label in ((2.0, weights_2I, output_2I, "2I"),
                                             (3.0, weights_3I, output_3I, "3I")):
         exp_out, exp_w = ref.hand_example(v_scale=v_scale)
-        assert_close(weights, exp_w, f"weights_{label}", rtol=0, atol=LECTURE_ATOL,
+        assert_close(weights, exp_w, f"weights_{label}", rtol=0, atol=ref.LECTURE_ATOL,
                      diagnose=_hand_diag(v_scale=v_scale, weights=True))
-        assert_close(output, exp_out, f"output_{label}", rtol=0, atol=LECTURE_ATOL,
+        assert_close(output, exp_out, f"output_{label}", rtol=0, atol=ref.LECTURE_ATOL,
                      diagnose=_hand_diag(v_scale=v_scale, weights=False))
 
 
@@ -190,9 +187,9 @@ def output_scale_factor(ctx: Context, *, output_scale_factor) -> None:
 @check("q1.weights_3Wq", "对照：W_q = 3I 时的权重")
 def weights_3Wq(ctx: Context, *, weights_3Wq) -> None:
     _, expected = ref.hand_example(q_scale=3.0)
-    got = assert_close(weights_3Wq, expected, "weights_3Wq", rtol=0, atol=LECTURE_ATOL,
+    got = assert_close(weights_3Wq, expected, "weights_3Wq", rtol=0, atol=ref.LECTURE_ATOL,
                        diagnose=_hand_diag(q_scale=3.0, weights=True))
-    if np.allclose(got, ref.hand_example()[1], atol=LECTURE_ATOL):
+    if np.allclose(got, ref.hand_example()[1], atol=ref.LECTURE_ATOL):
         fail("weights_3Wq 与 W_q = I 时的权重相同，但改变 W_q 会改变打分，权重也会变。"
              f"\n可能的原因：{mc.CATALOG['weights_depend_on_v'].describe()}")
 

@@ -20,9 +20,6 @@ from ..symbolic import as_matrix, is_equivalent
 from ..testfn import TestFunction
 from . import Context, check
 
-#: Tolerance for the hand example: the lecture's table is rounded to 3 decimals.
-LECTURE_ATOL = 2e-3
-
 INVERSE_P = mc.register(
     "perm_matrix_inverse", "置换矩阵建成了逆置换",
     "P @ X 得到的是 X[argsort(perm)]（逆置换），而不是 X[perm]。"
@@ -139,13 +136,13 @@ def hand_swap(ctx: Context, *, swapped_outputs, swap_matches) -> None:
     arr = as_array(swapped_outputs, "swapped_outputs")
 
     def diagnose(a: np.ndarray) -> str | None:
-        if a.shape == original.shape and np.allclose(a, original, atol=LECTURE_ATOL):
+        if a.shape == original.shape and np.allclose(a, original, atol=ref.LECTURE_ATOL):
             return "这是交换之前的输出：是否忘了把输入换成 [x2, x1] 再计算？"
         if a.shape == (2, *original.shape):
             return "这是 self_attention 返回的整个二元组 (output, weights)：只取第一项 output。"
         return None
 
-    assert_close(arr, expected, "swapped_outputs", rtol=0, atol=LECTURE_ATOL, diagnose=diagnose)
+    assert_close(arr, expected, "swapped_outputs", rtol=0, atol=ref.LECTURE_ATOL, diagnose=diagnose)
     if not as_bool(swap_matches, "swap_matches"):
         fail("swap_matches 应为 True：交换后新位置 1 的输出正好是原来位置 2 的输出，"
              "新位置 2 的输出正好是原来位置 1 的输出（输出只是换了标签）。")

@@ -92,11 +92,7 @@ def _score(x: np.ndarray, W_q: np.ndarray, W_k: np.ndarray) -> np.ndarray:
     x, W_q, W_k = (np.asarray(a, dtype=np.float64) for a in (np.atleast_2d(x), W_q, W_k))
     return (x @ W_q) @ (x @ W_k).T / np.sqrt(W_k.shape[-1])
 
-
-def _naive(s: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        e = np.exp(s)
-        return e / e.sum(axis=-1, keepdims=True)
+LECTURE_ATOL = ref.LECTURE_ATOL  # the hand example's tolerance, quoted in the prose
 
 
 def _diagnoser(pairs: Sequence[tuple[str, np.ndarray]]) -> Callable[[np.ndarray], str | None]:
@@ -117,7 +113,7 @@ def _weights_pairs(x, W_q, W_k) -> list[tuple[str, np.ndarray]]:
     unscaled = s * np.sqrt(np.shape(W_k)[-1])
     with np.errstate(all="ignore"):
         exp_s = np.exp(s)
-    return [("naive_softmax_overflow", _naive(s)), ("raw_scores", s), ("raw_scores", unscaled),
+    return [("naive_softmax_overflow", mc.naive_softmax(s)), ("raw_scores", s), ("raw_scores", unscaled),
             ("exp_without_normalising", exp_s)]
 
 
@@ -156,7 +152,6 @@ def _shape_text(x: np.ndarray, W_q: np.ndarray, W_v: np.ndarray | None = None) -
 
 
 #: The lecture prints the hand example to 3 decimals; compare with its precision.
-LECTURE_ATOL = 2e-3
 
 
 def _hand_shape_hint(name: str, shape: str) -> Callable[[np.ndarray], str | None]:
@@ -180,29 +175,29 @@ def hand_example(ctx: Context, *, hand_scores, hand_weight, hand_output) -> None
         return _first(_hand_shape_hint("hand_scores", "(n, n) = (1, 1)"),
                       _diagnoser([("no_scaling", s * np.sqrt(2)), ("divide_by_dk", s / np.sqrt(2))]))(arr)
 
-    assert_close(hand_scores, s, "hand_scores", rtol=0, atol=LECTURE_ATOL, diagnose=score_hint)
+    assert_close(hand_scores, s, "hand_scores", rtol=0, atol=ref.LECTURE_ATOL, diagnose=score_hint)
 
     def weight_hint(arr: np.ndarray) -> str | None:
-        if arr.shape == (1, 1) and abs(arr[0, 0] - 0.670) < LECTURE_ATOL:
+        if arr.shape == (1, 1) and abs(arr[0, 0] - 0.670) < ref.LECTURE_ATOL:
             return copied
         return _first(_hand_shape_hint("hand_weight", "(n, n) = (1, 1)"),
                       _diagnoser([("raw_scores", s), ("exp_without_normalising", np.exp(s))]))(arr)
 
-    assert_close(hand_weight, np.ones((1, 1)), "hand_weight", rtol=0, atol=LECTURE_ATOL,
+    assert_close(hand_weight, np.ones((1, 1)), "hand_weight", rtol=0, atol=ref.LECTURE_ATOL,
                  diagnose=weight_hint)
 
     def output_hint(arr: np.ndarray) -> str | None:
-        if arr.shape == (1, 2) and np.allclose(arr, x1, atol=LECTURE_ATOL):
+        if arr.shape == (1, 2) and np.allclose(arr, x1, atol=ref.LECTURE_ATOL):
             return (f"得到的正是 x1 = [1, 0]。{OUTPUT_IS_X.describe()}"
                     "（本例 W_q = I，所以用 x·W_q 当输出也会得到 x1："
                     f"{mc.CATALOG['q_as_v'].describe()}）")
-        if arr.shape == (1, 2) and np.allclose(arr, [[1.340, 0.660]], atol=LECTURE_ATOL):
+        if arr.shape == (1, 2) and np.allclose(arr, [[1.340, 0.660]], atol=ref.LECTURE_ATOL):
             return copied
         return _first(_hand_shape_hint("hand_output", "(n, d_v) = (1, 2)"),
                       _diagnoser([("raw_scores", s @ (2 * x1)),
                                   ("raw_scores", np.sqrt(2) * s @ (2 * x1))]))(arr)
 
-    assert_close(hand_output, 2 * x1, "hand_output", rtol=0, atol=LECTURE_ATOL, diagnose=output_hint)
+    assert_close(hand_output, 2 * x1, "hand_output", rtol=0, atol=ref.LECTURE_ATOL, diagnose=output_hint)
 
 
 @check("q4.weights", "single_token_weights：一个打分做 softmax，恒为 [[1.0]]")

@@ -9,6 +9,7 @@ as markup. Verdicts come from :class:`~.pipeline.CellResult`, not from outputs.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 
@@ -64,14 +65,17 @@ def _math(rendered: str) -> str:
                   lambda m: _latex(html.unescape(m.group(1)), False), rendered, flags=re.S)
 
 
+@functools.lru_cache(maxsize=4096)
 def markdown_html(text: str) -> str:
-    """Markdown (student or course text) as HTML: raw HTML escaped, math as MathML."""
+    """Markdown (student or course text) as HTML: raw HTML escaped, math as MathML.
+    Cached: a worker renders the same course text for every student."""
     import mistune
 
     render = mistune.create_markdown(escape=True, plugins=["math", "table", "strikethrough"])
     return _math(render(text))
 
 
+@functools.lru_cache(maxsize=4096)
 def _code(source: str) -> str:
     try:
         from pygments import highlight

@@ -245,6 +245,9 @@ def prepare(*, figures: bool = True, warm: bool = True) -> Kernel:
     matplotlib.use("module://matplotlib_inline.backend_inline")
     kernel = Kernel()
     kernel.shell.enable_matplotlib("inline")
+    # a tight bounding box costs a whole extra draw of every figure; the notebooks lay
+    # their figures out themselves (constrained or tight layout)
+    kernel.shell.run_line_magic("config", "InlineBackend.print_figure_kwargs = {'bbox_inches': None}")
     if not figures:
         kernel.shell.display_formatter.formatters["image/png"].enabled = False
     if warm:

@@ -152,7 +152,9 @@ def grade_tasks(tasks: Iterable[Task], settings: GradeSettings, *, jobs: int,
     workers = [_Worker(ctx, settings) for _ in range(max(1, min(jobs, len(tasks))))]
     if started:
         started()
-    pending = list(reversed(list(enumerate(tasks))))
+    # longest first (a notebook's size stands in for its cost), so the batch does not end
+    # with one worker grading a long notebook while the others wait
+    pending = sorted(enumerate(tasks), key=lambda item: _size(item[1]))
     results: dict[int, Graded] = {}
     try:
         while len(results) < len(tasks):
@@ -167,6 +169,13 @@ def grade_tasks(tasks: Iterable[Task], settings: GradeSettings, *, jobs: int,
         for w in workers:
             w.stop()
     return [results[i] for i in range(len(tasks))]
+
+
+def _size(task: Task) -> int:
+    try:
+        return sum(p.stat().st_size for p in task.folder.glob("*.ipynb"))
+    except OSError:
+        return 0
 
 
 def _collect(workers: list[_Worker], ctx, settings: GradeSettings) -> list[tuple[int, Graded]]:
