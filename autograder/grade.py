@@ -337,7 +337,10 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
     out.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(out / "grading.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.getLogger("autograder").addHandler(handler)
+    logger = logging.getLogger("autograder")
+    level = logger.level
+    logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))  # the log keeps every step
+    logger.addHandler(handler)
     writer = GradebookWriter(course / "gradebook.db", manifests)
     try:
         results, records = grade_submissions(subs, settings=settings, jobs=jobs or default_jobs(),
@@ -355,5 +358,6 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
             shutil.rmtree(staging, ignore_errors=True)
         return results
     finally:
-        logging.getLogger("autograder").removeHandler(handler)
+        logger.removeHandler(handler)
+        logger.setLevel(level)
         handler.close()

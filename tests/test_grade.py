@@ -106,6 +106,8 @@ def test_every_submission_has_a_row(batch):
     assert sorted(r["student"] for r in rows) == sorted(results)
     data = json.loads((out / "scores.json").read_text(encoding="utf-8"))
     assert sorted(r["student"] for r in data) == sorted(results)
+    log = (out / "grading.log").read_text(encoding="utf-8")
+    assert "ready in" in log and "submission(s) written" in log  # every step is logged
 
 
 def test_good_students_are_scored(batch):
