@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import ROOT, A
+from pipeline_helpers import ROOT, A, without_plots
 
 from autograder import notebooks as nbs
 from autograder.engine.manifest import load, release_notebook
@@ -35,6 +35,8 @@ const report = {
   whyTall: [...document.querySelectorAll('.why')].some(e => box(e).height > 40),
   mathCount: document.querySelectorAll('math').length,
   mathDrawn: [...document.querySelectorAll('math')].every(e => box(e).width > 0 && box(e).height > 0),
+  figures: [...document.querySelectorAll('img')].filter(e => e.naturalWidth > 100).length,
+  figuresFit: [...document.querySelectorAll('img')].every(e => box(e).width <= window.innerWidth),
   summary: [...document.querySelectorAll('table.summary tr')].map(r => r.innerText),
 };
 document.body.setAttribute('data-report', JSON.stringify(report));
@@ -43,13 +45,14 @@ document.body.setAttribute('data-report', JSON.stringify(report));
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> Path:
-    """The feedback page of q1's naive-softmax mistake (plots dropped to save time)."""
+    """The feedback page of q1's naive-softmax mistake, figure included."""
     course = tmp_path_factory.mktemp("feedback")
     source = nbs.read(ROOT / "source" / A / f"{A}.ipynb")
     naive = next(v for v in mistakes(A) if v.name == "naive_softmax")
     for student, variant in (("naive", naive), ("perfect", PERFECT)):
         nb = nbs.make_submission(source, release_notebook(load(A)), variant)
-        nb.cells = [c for c in nb.cells if "plt." not in c.source or nbs.grade_id(c)]
+        if student != "naive":  # the page under test keeps its figure
+            without_plots(nb)
         nbs.write(nb, course / "submitted" / student / A / f"{A}.ipynb")
     rows = grade(submissions=course / "submitted", out=course / "out",
                  settings=GradeSettings(salt="feedback-page"), jobs=1)
@@ -93,6 +96,7 @@ def test_in_a_browser_diagnoses_wrap_and_math_renders(page, tmp_path):
     assert report["pageWidth"] <= report["viewWidth"], "the page scrolls sideways"
     assert report["whyCount"] >= 1 and report["whyWrapped"] and report["whyTall"]
     assert report["mathCount"] > 0 and report["mathDrawn"]
+    assert report["figures"] >= 1 and report["figuresFit"]
     rows = "\n".join(report["summary"])
     assert "❌" in rows and "✅" in rows
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from click.testing import CliRunner
-from pipeline_helpers import A, read_nb, sample_submissions
+from pipeline_helpers import A, read_nb, sample_submissions, without_plots
 
 from autograder.cli import main
 from autograder.engine.manifest import load
@@ -62,11 +62,6 @@ def validate(data: dict) -> None:
         assert test.get("status", "passed") in ("passed", "failed")
         assert test.get("output_format", "text") in FORMATS
     json.dumps(data)
-
-
-def _without_plots(nb):
-    nb.cells = [c for c in nb.cells if "plt." not in c.source or c.metadata.get("nbgrader")]
-    return nb
 
 
 def _looping(nb):
@@ -122,7 +117,7 @@ def runs(bundle, tmp_path_factory):
     _made, source, site = bundle
     base = tmp_path_factory.mktemp("runs")
     sample_submissions(base / "class", ("perfect", "mistake-naive_softmax"))
-    nbs = {s: _without_plots(read_nb(base / "class" / "submitted" / s / A / f"{A}.ipynb"))
+    nbs = {s: without_plots(read_nb(base / "class" / "submitted" / s / A / f"{A}.ipynb"))
            for s in ("perfect", "mistake-naive_softmax")}
     perfect = nbformat.writes(nbs["perfect"]).encode()
     mistake = nbformat.writes(nbs["mistake-naive_softmax"]).encode()

@@ -423,6 +423,8 @@ def check_loglog_slope(ctx: Context, *, loglog_slope) -> None:
 #: 10 (the reading right after a large computation takes a few microseconds, a tiny one's
 #: a fraction of one).
 TIMING_FACTOR = 100
+#: Measurements a correct timer gets before it is judged (each the best of 3 repeats).
+TIMING_ATTEMPTS = 3
 
 
 @check("q5.measure_attention_seconds",
@@ -441,12 +443,16 @@ def check_measure_attention_seconds(ctx: Context, *, measure_attention_seconds) 
             fail(f"{what} 的每个耗时都应是正的有限秒数，其中 {bad} 个不是。"
                  f"请用 time.perf_counter() 计时，并对每个 n 取 repeats 次中最短的一次。{extra}")
     ns = [int(ctx.rng.integers(2, 6)), int(ctx.rng.integers(500, 701))]
-    rng = np.random.default_rng(int(ctx.rng.integers(2**31)))
-    what = f"measure_attention_seconds(ns={ns}, d=16, repeats=2, rng)"
-    arr = as_array(ctx.call(measure_attention_seconds, ns, 16, 2, rng, what=what), what)
-    if arr.shape != (2,) or not np.isfinite(arr).all() or not (arr > 0).all():
-        fail(f"{what} 应返回两个正的有限秒数（形状 (2,)）。")
-    if not arr[1] > TIMING_FACTOR * arr[0]:
+    seeds = [int(s) for s in ctx.rng.integers(2**31, size=TIMING_ATTEMPTS)]
+    what = f"measure_attention_seconds(ns={ns}, d=16, repeats=3, rng)"
+    for seed in seeds:  # a busy machine can blur one measurement, never all of them
+        arr = as_array(ctx.call(measure_attention_seconds, ns, 16, 3, np.random.default_rng(seed),
+                                what=what), what)
+        if arr.shape != (2,) or not np.isfinite(arr).all() or not (arr > 0).all():
+            fail(f"{what} 应返回两个正的有限秒数（形状 (2,)）。")
+        if arr[1] > TIMING_FACTOR * arr[0]:
+            break
+    else:
         # the measured ratio is left out: it differs from run to run, the verdict does not
         fail(f"{what}：n = {ns[1]} 的打分表是 n = {ns[0]} 的 {(ns[1] / ns[0]) ** 2:.0f} 倍，"
              f"耗时却不到它的 {TIMING_FACTOR} 倍"
