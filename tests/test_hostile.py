@@ -28,7 +28,7 @@ from autograder.samples import PERFECT, mistakes
 pytestmark = pytest.mark.e2e
 
 A = "q1_value_scaling"
-SETTINGS = GradeSettings(timeout=60, cell_timeout=3, memory_mb=512, salt="hostile-class")
+SETTINGS = GradeSettings(timeout=60, cell_timeout=2, memory_mb=512, salt="hostile-class")
 
 
 def _student(variant) -> nbformat.NotebookNode:

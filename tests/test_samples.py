@@ -30,11 +30,11 @@ SETTINGS = GradeSettings(timeout=180, cell_timeout=60, salt="sample-class")
 
 
 def sample_class(assignment: str) -> dict:
-    """The solution, the blank release, the first alternative, the first and last mistake."""
+    """The solution, the blank release, the first alternative and the last mistake."""
     everyone = full_class(assignment)
     alts = [s for s in everyone if s.startswith("alt-")][:1]
     wrong = [s for s in everyone if s.startswith("mistake-")]
-    chosen = ["perfect", "blank", *alts, *dict.fromkeys([wrong[0], wrong[-1]])]
+    chosen = ["perfect", "blank", *alts, wrong[-1]]
     return {s: everyone[s] for s in chosen}
 
 
