@@ -106,3 +106,15 @@ def test_scores_json_has_a_row_per_notebook(graded):
     course, classes, _rows = graded
     data = json.loads((course / "out" / "scores.json").read_text(encoding="utf-8"))
     assert len(data) == sum(len(c) for c in classes.values())
+
+
+@pytest.mark.parametrize("assignment", PRESENT)
+def test_the_solution_runs_cleanly_in_the_sandbox(graded, assignment):
+    """Nothing on stderr and no error: a figure the child draws finds its fonts, a
+    tokenizer its table, as in a kernel."""
+    course, _classes, _rows = graded
+    nb = nbs.read(course / "autograded" / "perfect" / assignment / f"{assignment}.ipynb")
+    outputs = [o for c in nb.cells for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    assert not [o.get("text") for o in outputs if o.get("name") == "stderr"]
+    assert any("image/png" in o.get("data", {}) for o in outputs)

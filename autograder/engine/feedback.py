@@ -25,7 +25,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 CSS = """
 body{font-family:system-ui,"Noto Sans CJK SC","Noto Sans SC","PingFang SC","Microsoft YaHei",
-"WenQuanYi Zen Hei",sans-serif;line-height:1.6;max-width:980px;margin:2em auto;padding:0 1em;
+"WenQuanYi Micro Hei","WenQuanYi Zen Hei",sans-serif,"Noto Color Emoji","Apple Color Emoji",
+"Segoe UI Emoji";line-height:1.6;max-width:980px;margin:2em auto;padding:0 1em;
 color:#1f2328}
 h1{font-size:1.5em;margin-bottom:.2em} .sub{color:#57606a;margin-top:0}
 table.summary{border-collapse:collapse;width:100%;margin:1em 0}
@@ -44,7 +45,7 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;font-family:ui-monospac
 .verdict.manual{background:#f1f5ff;border-color:#0969da}
 .verdict .title{font-weight:600} .verdict .why{white-space:pre-wrap;overflow-wrap:anywhere;
 margin:.4em 0 0;background:#fffbdd;padding:.5em .7em;border-radius:4px}
-math[display=block]{display:block;margin:.6em 0;overflow-x:auto}
+math[display=block]{display:block;margin:.6em 0;max-width:100%}
 """
 
 

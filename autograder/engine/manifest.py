@@ -78,7 +78,11 @@ class CellSpec:
 
     @property
     def title(self) -> str:
-        return "；".join(self.titles) if self.titles else (self.grade_id or "")
+        if self.titles:
+            return "；".join(self.titles)
+        if self.is_manual:
+            return f"文字回答（{self.grade_id}，人工评分）"
+        return self.grade_id or ""
 
 
 @dataclass(frozen=True)

@@ -92,12 +92,14 @@ def _child(fd: int, control_fd: int, view: sandbox.View, request: dict, base: in
     code = 1
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        # the zygote's only line to the host goes; the files the warm libraries hold open
+        # (matplotlib's fonts) stay, or they fail when first read ("Bad file descriptor")
         os.close(control_fd)
-        sock_fd = os.dup2(fd, 3) if fd != 3 else 3
+        sock_fd = fd
         null = os.open(os.devnull, os.O_RDWR)
         for target in (0, 1, 2):
             os.dup2(null, target)
-        os.closerange(4, 1 << 16)
+        os.close(null)
         limits = sandbox.SandboxLimits(**request.get("limits", {}))
         sandbox.isolate_child(view)
         go_r, go_w = os.pipe()
