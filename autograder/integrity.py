@@ -1,9 +1,9 @@
-"""Flag submissions whose code could tamper with grading.
+"""Point the instructor at student code that tries to reach the grader.
 
-Checks run in the student's kernel (for now), so code that rebinds the grader, NumPy
-or SymPy, or that touches ``sys.modules`` could fake a pass. Such code is legal Python
-and may be innocent, so it is not scored down: the submission is *flagged* and the
-reason shown to the instructor for review.
+Under ``autograder grade`` such code is harmless: it runs in the sandboxed child, where
+the grader is not, so it can neither see nor change a check. Under plain ``nbgrader
+autograde`` (the checks in the student's kernel) it could. Either way it is legal Python
+and may be innocent, so it is never scored down: the row's ``review`` column names it.
 """
 
 from __future__ import annotations

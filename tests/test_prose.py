@@ -63,3 +63,18 @@ def test_every_figure_appears_in_the_prose(assignment):
     printed = {n for text in _prose(assignment) for n in NUMBER.findall(text)}
     stale = sorted(set(_figures(assignment).FIGURES) - printed)
     assert not stale, f"FIGURES entries the prose no longer prints: {stale}"
+
+
+@pytest.mark.parametrize("assignment", PRESENT)
+def test_every_written_answer_has_a_model_answer_and_a_rubric_that_adds_up(assignment):
+    import re
+
+    written = [c for c in _source(assignment).cells if c.cell_type == "markdown"
+               and c.metadata.get("nbgrader", {}).get("grade")]
+    assert written, f"{assignment} has no written answer"
+    for cell in written:
+        points = float(cell.metadata["nbgrader"]["points"])
+        assert "**参考答案**" in cell.source and "**评分要点**" in cell.source, cell.metadata
+        rubric = cell.source.split("**评分要点**", 1)[1]
+        items = [float(p) for p in re.findall(r"（(\d+(?:\.\d+)?) 分）", rubric)]
+        assert items and sum(items) == points, (cell.metadata["nbgrader"]["grade_id"], items, points)
