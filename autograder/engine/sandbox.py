@@ -64,10 +64,13 @@ class SandboxLimits:
 
 @dataclass(frozen=True)
 class View:
-    """What the zygote achieved: ``isolated`` when namespaces are in force."""
+    """What the zygote achieved: ``isolated`` when namespaces are in force; ``tmp`` is
+    the child's private temporary folder (``/tmp``, unless the Python installation
+    itself lives under ``/tmp``, as a CI checkout's virtual environment may)."""
 
     isolated: bool
     missing: str = ""
+    tmp: str = "/tmp"
 
 
 def _check(result: int, what: str) -> None:
@@ -156,11 +159,11 @@ def enter_view(root: Path, hidden: list[Path]) -> View:
             _map_ids(uid, gid)
     except OSError as err:
         return View(False, f"{MISSING_WITHOUT_NAMESPACES} (namespaces refused: {err})")
-    _build_root(root, hidden)
+    tmp = _build_root(root, hidden)
     if uid == 0:
         _unshare(CLONE_NEWUSER)
         mapper.map_to_nobody()
-    return View(True)
+    return View(True, tmp=tmp)
 
 
 class _IdMapper:
@@ -198,12 +201,16 @@ class _IdMapper:
         os.setresuid(0, 0, 0)
 
 
-def _build_root(root: Path, hidden: list[Path]) -> None:
+def _build_root(root: Path, hidden: list[Path]) -> str:
+    """The new root, pivoted into; returns the folder children get as their ``/tmp``."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     root.mkdir(parents=True, exist_ok=True)
     _mount("tmpfs", str(root), "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
-    for path in _system_paths():
+    bound = _system_paths()
+    for path in bound:
         _bind_readonly(path, root)
+    # a tmpfs over /tmp would hide an installation bound beneath it
+    tmp = "/tmp" if not any(Path("/tmp") in p.parents for p in bound) else "/sandbox-tmp"
     for link in ("bin", "lib", "lib32", "lib64", "sbin"):
         p = Path("/") / link
         if p.is_symlink():
@@ -217,13 +224,14 @@ def _build_root(root: Path, hidden: list[Path]) -> None:
         target = Path(str(root) + str(path.resolve()))
         if target.is_dir():
             _mount("tmpfs", str(target), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
-    for folder in ("tmp", HOME.lstrip("/"), ".old"):
+    for folder in (tmp.lstrip("/"), HOME.lstrip("/"), ".old"):
         (root / folder).mkdir(parents=True, exist_ok=True)
     _check(_syscall("pivot_root", str(root).encode(), str(root / ".old").encode()), "pivot_root")
     os.chdir("/")
     _check(_libc.umount2(b"/.old", MNT_DETACH), "umount the old root")
     os.rmdir("/.old")
     _mount(None, "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    return tmp
 
 
 # ------------------------------------------------------------------ one child
@@ -240,11 +248,12 @@ def isolate_child(view: View) -> None:
 
 
 def private_folders(view: View, limits: SandboxLimits) -> None:
-    """A fresh, size-limited ``/tmp`` and home for this child (in its own mount namespace)."""
+    """A fresh, size-limited temporary folder and home for this child (in its own mount
+    namespace)."""
     if not view.isolated:
         return
     size = max(limits.file_bytes, 1 << 20)
-    for folder in ("/tmp", HOME):
+    for folder in (view.tmp, HOME):
         _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
 
 

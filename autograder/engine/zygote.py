@@ -17,6 +17,7 @@ import os
 import signal
 import socket
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -131,8 +132,10 @@ def _student_init(sock_fd: int, go_r: int, view: sandbox.View, limits: sandbox.S
         sandbox.private_folders(view, limits)
         home = sandbox.HOME if view.isolated else _fallback_home()
         os.chdir(home)
-        os.environ.update({"HOME": home, "TMPDIR": "/tmp", "MPLCONFIGDIR": "/tmp/matplotlib",
-                           "IPYTHONDIR": "/tmp/ipython"})
+        tmp = view.tmp if view.isolated else home
+        os.environ.update({"HOME": home, "TMPDIR": tmp, "MPLCONFIGDIR": f"{tmp}/matplotlib",
+                           "IPYTHONDIR": f"{tmp}/ipython"})
+        tempfile.tempdir = None  # the zygote may have cached the host's
         for name in [n for n in os.environ if n.startswith("AUTOGRADER")]:
             del os.environ[name]
         sandbox.apply_limits(limits, base)
@@ -145,8 +148,6 @@ def _student_init(sock_fd: int, go_r: int, view: sandbox.View, limits: sandbox.S
 
 
 def _fallback_home() -> str:
-    import tempfile
-
     return tempfile.mkdtemp(prefix="autograder-student-")
 
 
