@@ -182,9 +182,12 @@ def _review(graded) -> list[str]:
 
 def grade_submissions(subs: list[Submission], *, settings: GradeSettings, jobs: int,
                       progress: Progress | None = None,
-                      started: Callable[[], None] | None = None) -> tuple[list[Result], list]:
+                      started: Callable[[], None] | None = None,
+                      on_graded: Callable[[object], None] | None = None,
+                      ) -> tuple[list[Result], list]:
     """Grade ``subs``; returns the table rows and the engine's records (same order).
-    ``started`` runs once the grading workers exist (see :func:`.engine.pool.grade_tasks`)."""
+    ``started`` runs once the grading workers exist (see :func:`.engine.pool.grade_tasks`);
+    ``on_graded`` gets each engine record as soon as it is done."""
     from .engine.manifest import ManifestError, load
     from .engine.pool import Task, grade_tasks
 
@@ -206,6 +209,8 @@ def grade_submissions(subs: list[Submission], *, settings: GradeSettings, jobs: 
 
     def tick(graded) -> None:
         done[0] += 1
+        if on_graded:
+            on_graded(graded)
         if progress:
             progress(done[0], len(subs), f"{graded.task.student}/{graded.task.assignment}")
 
@@ -343,13 +348,21 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
     logger.addHandler(handler)
     writer = GradebookWriter(course / "gradebook.db", manifests)
     try:
-        results, records = grade_submissions(subs, settings=settings, jobs=jobs or default_jobs(),
-                                             progress=progress, started=writer.start)
+        try:
+            results, records = grade_submissions(subs, settings=settings,
+                                                 jobs=jobs or default_jobs(), progress=progress,
+                                                 started=writer.start, on_graded=writer.add)
+        except BaseException:
+            writer.abort()
+            raise
         staging = Path(tempfile.mkdtemp(prefix=".grading-", dir=out))
         try:
-            _stage_records(results, records, staging)
-            write_outputs(results, staging / "out")
-            writer.record(g for g in records if g is not None)
+            try:
+                _stage_records(results, records, staging)
+                write_outputs(results, staging / "out")
+            except BaseException:
+                writer.abort()
+                raise
             writer.close()
             if (staging / "autograded").is_dir():
                 _move_into(staging / "autograded", course / "autograded", depth=2)

@@ -227,3 +227,60 @@ def test_requests_have_deadlines_and_a_dead_child_says_so(zygote):
         assert "退出" in str(gone)
     finally:
         child.close()
+
+
+def test_links_share_one_zygote_and_children_hold_no_line_to_it(zygote):
+    link = zygote.link()
+    try:
+        assert link.isolation == zygote.isolation
+        first, second = zygote.spawn(SandboxLimits()), link.spawn(SandboxLimits())
+        try:
+            code = ("import os, socket, stat\nkinds = []\nfor fd in range(1024):\n"
+                    "    try:\n        if not stat.S_ISSOCK(os.fstat(fd).st_mode):\n"
+                    "            continue\n    except OSError:\n        continue\n"
+                    "    s = socket.socket(fileno=os.dup(fd))\n"
+                    "    kinds.append(s.type.name)\n    s.close()\nprint(sorted(kinds))")
+            for child in (first, second):
+                # the child's own line is a stream; a zygote's control links are seqpacket
+                assert _printed(child, code).strip() == "['SOCK_STREAM']"
+        finally:
+            first.close()
+            second.close()
+    finally:
+        link.close()
+    child = zygote.spawn(SandboxLimits())  # closing a link leaves the zygote serving
+    child.close()
+
+
+def test_a_finished_tight_layout_prints_the_same_pixels_without_its_extra_draw():
+    import base64
+    import io
+    from functools import partial
+
+    from IPython.core.pylabtools import print_figure
+    from matplotlib.figure import Figure
+
+    from autograder.engine.kernel import prepare
+
+    kernel = prepare(warm=False)
+    code = ("import matplotlib.pyplot as plt\nfig, ax = plt.subplots(1, 2, figsize=(5, 2))\n"
+            "ax[0].semilogy([1, 2, 3], [1, 10, 100])\nax[1].set_title('$x^2$')\n"
+            "fig.tight_layout()\nplt.show()")
+    draws = []
+    original = Figure.draw
+
+    def counted(self, renderer):
+        draws.append(type(renderer).__name__)
+        return original(self, renderer)
+
+    Figure.draw = counted
+    try:
+        ours = [o for o in kernel.run(code)[1] if "data" in o][0]["data"]["image/png"]
+        ours_draws, draws[:] = len(draws), []
+        png = kernel.shell.display_formatter.formatters["image/png"]
+        png.for_type(Figure, partial(print_figure, fmt="png", base64=True, bbox_inches=None))
+        plain = [o for o in kernel.run(code)[1] if "data" in o][0]["data"]["image/png"]
+    finally:
+        Figure.draw = original
+    assert ours == plain and io.BytesIO(base64.b64decode(ours)).read(4) == b"\x89PNG"
+    assert ours_draws == len(draws) - 1

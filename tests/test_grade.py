@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import stat
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -257,3 +258,63 @@ def test_cli_grade_from_a_subdirectory_exits_0_with_low_scores(batch, tmp_path):
     assert "badjson" in result.output
     assert (tmp_path / "o" / "scores.csv").is_file()
     assert (tmp_path / ".autograder-salt").is_file()  # the course holding submitted/
+
+
+def _graded(student: str, score: float):
+    from autograder.engine.manifest import load
+    from autograder.engine.pipeline import CellResult
+    from autograder.engine.pool import Graded, Task
+
+    cells = [CellResult(c.grade_id, c.grade_id, c.points, c.is_manual,
+                        score=None if c.is_manual else min(score, c.points))
+             for c in load(A).graded]
+    return Graded(Task(student, A, Path("/nonexistent")), cells=cells, notebook="{}")
+
+
+def test_the_gradebook_gets_a_whole_batch_or_none_of_it(tmp_path):
+    """Submissions are recorded as they arrive, in one transaction: an aborted batch
+    (the grading around it failed) leaves no row; a closed one leaves every row."""
+    from autograder.engine.gradebook import GradebookWriter, open_gradebook
+    from autograder.engine.manifest import load
+
+    path = tmp_path / "gradebook.db"
+    aborted = GradebookWriter(path, {A: load(A)})
+    aborted.start()
+    aborted.add(_graded("ann", 1.0))
+    aborted.abort()
+    with open_gradebook(path) as gb:
+        assert gb.assignment_submissions(A) == [] and len(gb.find_notebook(A, A).grade_cells) > 0
+    writer = GradebookWriter(path, {A: load(A)})
+    writer.start()
+    for student in ("ann", "bob"):
+        writer.add(_graded(student, 1.0))
+    crashed = _graded("cat", 1.0)
+    crashed.crashed = "a grader bug"  # not recorded, as nbgrader autograde records none
+    writer.add(crashed)
+    assert writer.close() == 2
+    with open_gradebook(path) as gb:
+        assert sorted(s.student_id for s in gb.assignment_submissions(A)) == ["ann", "bob"]
+        cell = next(c for c in load(A).graded if not c.is_manual)
+        assert gb.find_grade(cell.grade_id, A, A, "bob").auto_score == min(1.0, cell.points)
+
+
+def test_a_dying_worker_loses_only_its_own_submission(monkeypatch, tmp_path):
+    """A worker that dies is replaced; the submission queued behind the one it was
+    grading is graded by another worker, not reported lost."""
+    import os as os_module
+
+    from autograder.engine import pool
+
+    real = pool._grade_one
+
+    def dies_on_bob(task, settings, zygote):
+        if task.student == "bob":
+            os_module._exit(3)
+        return real(task, settings, zygote)
+
+    monkeypatch.setattr(pool, "_grade_one", dies_on_bob)
+    tasks = [pool.Task(s, A, tmp_path / s) for s in ("ann", "bob", "cat", "dan")]
+    graded = pool.grade_tasks(tasks, SETTINGS, jobs=1)
+    assert [g.task.student for g in graded] == ["ann", "bob", "cat", "dan"]
+    assert [bool(g.crashed) for g in graded] == [False, True, False, False]
+    assert "died" in graded[1].crashed and all(g.stopped for g in graded if not g.crashed)

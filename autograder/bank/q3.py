@@ -417,10 +417,12 @@ def symbolic_swap_residual(ctx: Context, *, symbolic_swap_residual, symbolic_sel
             fail(f"{what} 的元素 ({row}, {col}) 化简后不为零。应计算 "
                  "symbolic_self_attention(P·X, …)[0] − P·symbolic_self_attention(X, …)[0]："
                  "P 乘在输出的左边（给输出换行），而不是与 f(X) 直接比较。")
-    # It must come from a real symbolic attention: rebuild the statement for 3 tokens.
+    # It must come from a real symbolic attention: rebuild the statement for 3 symbolic
+    # tokens. The weights are exact rationals (fully symbolic ones make each output entry
+    # a 10 000-node expression for the same verdict).
     n, d = 3, 2
     Xs = sp.Matrix(n, d, lambda i, j: sp.Symbol(f"t{i + 1}{j + 1}"))
-    Ws = [sp.Matrix(d, d, lambda i, j, m=m: sp.Symbol(f"{m}{i + 1}{j + 1}")) for m in "abc"]
+    Ws = [_rational_matrix(ctx, d, d) for _ in range(3)]
     perm = _random_perm(ctx, n, involution_ok=False)
     P = sp.Matrix(n, n, lambda i, j: 1 if int(perm[i]) == j else 0)
     f_what = "symbolic_self_attention（输入为 3×2 的全符号矩阵）"

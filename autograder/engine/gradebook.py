@@ -5,15 +5,16 @@ holds each submission with the automatic score of every grade cell, exactly the 
 ``nbgrader autograde`` would have written, so ``nbgrader formgrader`` (manual grading of
 the written answers), ``generate_feedback`` and ``export`` work unchanged. When the
 gradebook does not know the assignment yet, it is created from the manifest's copy of
-the rows ``generate_assignment`` made. Everything is written in one transaction at the
-end of the batch, by one process.
+the rows ``generate_assignment`` made. A batch is written by one thread of one process,
+as its submissions are graded, in one transaction committed at the end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ..course import CourseError
@@ -88,13 +89,33 @@ def open_gradebook(path: Path):
     return Gradebook(url)
 
 
+@contextlib.contextmanager
+def _deferred_commits(gb) -> Iterator[Callable[[], None]]:
+    """nbgrader's API commits after every call, an fsync each (hundreds for one assignment):
+    inside the block they only flush, and the block commits when it calls what it gets.
+    An error rolls back to the last of those commits."""
+    commit = gb.db.commit
+    gb.db.commit = gb.db.flush
+    try:
+        yield commit
+    except BaseException:
+        gb.db.rollback()
+        raise
+    finally:
+        del gb.db.commit
+
+
 class GradebookWriter:
     """Writes a batch into ``gradebook.db`` from one thread of its own, started while the
-    workers grade: nbgrader's import and the assignments' rows are ready by the end.
+    workers grade: each submission is recorded as it arrives, so the batch does not end
+    waiting for the database.
 
-    ``record(graded)`` hands the finished batch over; ``close()`` waits for the commit
-    and raises whatever went wrong.
+    ``add(graded)`` hands one graded submission over; ``close()`` commits the batch and
+    raises whatever went wrong; ``abort()`` rolls it back: the gradebook gets the whole
+    batch or none of it (see :func:`_deferred_commits`).
     """
+
+    _COMMIT, _ABORT = object(), object()
 
     def __init__(self, path: Path, manifests: dict[str, Manifest]) -> None:
         import queue
@@ -115,30 +136,49 @@ class GradebookWriter:
                 # nbgrader's add_submission builds rows before adding them: SQLAlchemy's
                 # autoflush warnings about it are nbgrader's, and harmless
                 warnings.simplefilter("ignore")
-                for manifest in self.manifests.values():
-                    _ensure_assignment(gb, manifest)
-                gb.db.commit()
-                graded = self._inbox.get()
-                if graded is None:
-                    return
-                for g in graded:
-                    _record(gb, g, self.manifests[g.task.assignment])
-                gb.db.commit()
-                self.written = len(graded)
+                with _deferred_commits(gb) as commit:
+                    for manifest in self.manifests.values():
+                        _ensure_assignment(gb, manifest)
+                    commit()
+                    self._batch(gb, commit)
         except BaseException as err:  # handed to close(), in the caller's thread
             self._error = err
 
+    def _batch(self, gb, commit: Callable[[], None]) -> None:
+        while (item := self._inbox.get()) not in (self._COMMIT, self._ABORT):
+            _record(gb, item, self.manifests[item.task.assignment])
+            self.written += 1
+        if item is self._COMMIT:
+            commit()
+        else:
+            gb.db.rollback()
+
+    def add(self, graded) -> None:
+        """Record ``graded`` (a ``pool.Graded``) unless it could not be run."""
+        if graded is not None and graded.notebook is not None and not graded.crashed:
+            self._inbox.put(graded)
+
     def record(self, graded: Iterable) -> None:
-        self._inbox.put([g for g in graded if g.notebook is not None and not g.crashed])
+        for g in graded:
+            self.add(g)
 
     def close(self) -> int:
+        """Commit everything added; raise what went wrong in the writer's thread."""
+        return self._finish(self._COMMIT)
+
+    def abort(self) -> None:
+        """Write nothing of this batch (the grading around it failed)."""
+        self._finish(self._ABORT)
+
+    def _finish(self, last: object) -> int:
         if self._thread.ident is None:  # never started: do it all now
             self.start()
-        self._inbox.put(None)
+        self._inbox.put(last)
         self._thread.join()
         if self._error is not None:
             raise self._error
-        log.info("gradebook: %d submission(s) written to %s", self.written, self.path)
+        if last is self._COMMIT:
+            log.info("gradebook: %d submission(s) written to %s", self.written, self.path)
         return self.written
 
 
@@ -158,14 +198,19 @@ def _record(gb, g, manifest: Manifest) -> None:
     a, student = g.task.assignment, g.task.student
     gb.update_or_create_student(student)
     timestamp = _timestamp(g.task.folder)
-    gb.update_or_create_submission(a, student, **({"timestamp": timestamp} if timestamp else {}))
+    submission = gb.update_or_create_submission(
+        a, student, **({"timestamp": timestamp} if timestamp else {}))
+    # the submission's own rows, through its relationships: one query for all of them
+    # (a find_grade per cell costs a query and a flush each)
+    notebook = next(nb for nb in submission.notebooks if nb.name == a)
+    grades = {grade.name: grade for grade in notebook.grades}
     for cell in g.cells:
-        grade = gb.find_grade(cell.grade_id, a, a, student)
+        grade = grades[cell.grade_id]
         grade.auto_score = cell.score
         grade.needs_manual_grade = grade.manual_score is not None or cell.score is None
+    comments = {comment.name: comment for comment in notebook.comments}
     for name in (row["name"] for row in manifest.gradebook["solution_cells"]):
-        comment = gb.find_comment(name, a, a, student)
-        comment.auto_comment = "No response." if name in g.unanswered else None
+        comments[name].auto_comment = "No response." if name in g.unanswered else None
 
 
 def _timestamp(folder: Path) -> str | None:

@@ -1,9 +1,10 @@
-"""Submissions graded in parallel: N worker processes, each with its own zygote.
+"""Submissions graded in parallel: N worker processes sharing one warm zygote.
 
-The parent forks the workers before it starts any thread; each worker imports the
-checks once, starts a zygote and grades one submission at a time (the pipeline), then
-sends back a :class:`Graded` record: scores, notes, the autograded notebook and its
-feedback page. A worker that dies or overruns its watchdog is replaced and its
+The parent imports the checks, starts the zygote and forks the workers before it starts
+any thread of its own; each worker has its own link to the zygote
+(:meth:`.proxy.Zygote.link`), grades one submission at a time (the pipeline) with the
+next one already queued, and sends back a :class:`Graded` record: scores, notes, the
+autograded notebook and its feedback page. A worker that dies or overruns its watchdog is replaced and its
 submission reported as a grader error; the batch goes on.
 """
 
@@ -14,6 +15,7 @@ import multiprocessing
 import os
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
@@ -27,6 +29,8 @@ log = logging.getLogger("autograder.engine")
 
 #: Seconds past a submission's own time limit before its worker is presumed stuck.
 WATCHDOG_SLACK = 120.0
+#: Submissions handed to a worker at once (the one it grades and the next).
+PREFETCH = 2
 
 
 @dataclass(frozen=True)
@@ -73,17 +77,18 @@ def _grade_one(task: Task, settings: GradeSettings, zygote) -> Graded:
     return graded
 
 
-def _worker(conn: Connection, settings: GradeSettings, level: int) -> None:
-    """A worker's life: one zygote, then tasks until the parent closes the pipe."""
+def _worker(conn: Connection, settings: GradeSettings, level: int, zygote) -> None:
+    """A worker's life: wait for the zygote (through its own link to it), then tasks
+    until the parent closes the pipe."""
     logging.getLogger("autograder").setLevel(level)
-    from .proxy import Zygote, ZygoteError
+    from .proxy import ZygoteError
 
     try:
-        zygote = Zygote(isolate=settings.isolate)
+        missing = zygote.isolation.missing
     except ZygoteError as err:
         conn.send(("dead", str(err)))
         return
-    conn.send(("ready", zygote.isolation.missing))
+    conn.send(("ready", missing))
     try:
         while True:
             try:
@@ -103,20 +108,36 @@ def _worker(conn: Connection, settings: GradeSettings, level: int) -> None:
 
 
 class _Worker:
-    def __init__(self, ctx, settings: GradeSettings) -> None:
+    def __init__(self, ctx, settings: GradeSettings, zygote) -> None:
         self.conn, theirs = ctx.Pipe()
         level = logging.getLogger("autograder").getEffectiveLevel()
-        self.proc = ctx.Process(target=_worker, args=(theirs, settings, level), daemon=True)
+        link = zygote.link()
+        self.proc = ctx.Process(target=_worker, args=(theirs, settings, level, link),
+                                daemon=True)
         self.proc.start()
         theirs.close()
-        self.task: Task | None = None
-        self.position = -1
-        self.since = 0.0
+        link.close()  # the worker's now
+        self.queue: deque[tuple[int, Task]] = deque()  # the first is being graded
+        self.since = 0.0  # when the first started
         self.ready = False
 
+    @property
+    def task(self) -> Task | None:
+        return self.queue[0][1] if self.queue else None
+
+    @property
+    def position(self) -> int:
+        return self.queue[0][0] if self.queue else -1
+
     def give(self, position: int, task: Task) -> None:
-        self.task, self.position, self.since = task, position, time.monotonic()
+        if not self.queue:
+            self.since = time.monotonic()
+        self.queue.append((position, task))
         self.conn.send((position, task))
+
+    def finished(self) -> None:
+        self.queue.popleft()
+        self.since = time.monotonic()
 
     def stop(self) -> None:
         try:
@@ -147,11 +168,24 @@ def grade_tasks(tasks: Iterable[Task], settings: GradeSettings, *, jobs: int,
         if started:
             started()
         return []
+    from .proxy import Zygote
+
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    _logging_handlers_flushed()
-    workers = [_Worker(ctx, settings) for _ in range(max(1, min(jobs, len(tasks))))]
-    if started:
-        started()
+    # one warm zygote for all workers: it starts while they are prepared and forked
+    zygote = Zygote(isolate=settings.isolate)
+    try:
+        _preload()
+        _logging_handlers_flushed()
+        workers = [_Worker(ctx, settings, zygote) for _ in range(max(1, min(jobs, len(tasks))))]
+        if started:
+            started()
+        return _run_batch(tasks, workers, ctx, settings, zygote, progress)
+    finally:
+        zygote.close()
+
+
+def _run_batch(tasks: list[Task], workers: list[_Worker], ctx, settings: GradeSettings,
+               zygote, progress: Callable[[Graded], None] | None) -> list[Graded]:
     # longest first (a notebook's size stands in for its cost), so the batch does not end
     # with one worker grading a long notebook while the others wait
     pending = sorted(enumerate(tasks), key=lambda item: _size(item[1]))
@@ -159,9 +193,11 @@ def grade_tasks(tasks: Iterable[Task], settings: GradeSettings, *, jobs: int,
     try:
         while len(results) < len(tasks):
             for w in workers:
-                if w.ready and w.task is None and pending:
+                # one task queued behind the running one: a worker never waits for this
+                # loop between two submissions
+                while w.ready and len(w.queue) < PREFETCH and pending:
                     w.give(*pending.pop())
-            for position, graded in _collect(workers, ctx, settings):
+            for position, graded in _collect(workers, ctx, settings, zygote, pending):
                 results[position] = graded
                 if progress:
                     progress(graded)
@@ -171,6 +207,18 @@ def grade_tasks(tasks: Iterable[Task], settings: GradeSettings, *, jobs: int,
     return [results[i] for i in range(len(tasks))]
 
 
+def _preload() -> None:
+    """Import and warm what every worker needs before forking them, so none pays for it
+    (0.7 s of imports; SymPy's lazily loaded parts for the checks). It runs while the
+    zygote starts, on the other core."""
+    import nbformat  # noqa: F401
+
+    from . import feedback, pipeline  # noqa: F401
+    from .warmup import warm_sympy
+
+    warm_sympy()
+
+
 def _size(task: Task) -> int:
     try:
         return sum(p.stat().st_size for p in task.folder.glob("*.ipynb"))
@@ -178,8 +226,10 @@ def _size(task: Task) -> int:
         return 0
 
 
-def _collect(workers: list[_Worker], ctx, settings: GradeSettings) -> list[tuple[int, Graded]]:
-    """Wait up to a few seconds for news from the workers; replace dead or stuck ones."""
+def _collect(workers: list[_Worker], ctx, settings: GradeSettings, zygote,
+             pending: list[tuple[int, Task]]) -> list[tuple[int, Graded]]:
+    """Wait up to a few seconds for news from the workers; replace dead or stuck ones
+    (the tasks queued behind a lost one go back to ``pending``)."""
     limit = settings.timeout + WATCHDOG_SLACK
     ready = wait([w.conn for w in workers], timeout=5.0)
     finished = []
@@ -195,23 +245,26 @@ def _collect(workers: list[_Worker], ctx, settings: GradeSettings) -> list[tuple
                     log.warning("sandbox: %s", payload)
             elif kind == "done":
                 finished.append(payload)
-                w.task = None
+                w.finished()
             else:
-                finished += _lost(w, f"grading worker died: {payload}")
-                workers[i] = _Worker(ctx, settings)
+                finished += _lost(w, f"grading worker died: {payload}", pending)
+                workers[i] = _Worker(ctx, settings, zygote)
         elif w.task is not None and time.monotonic() - w.since > limit:
             w.proc.kill()
-            finished += _lost(w, f"grading worker stuck for more than {limit:g} s")
-            workers[i] = _Worker(ctx, settings)
+            finished += _lost(w, f"grading worker stuck for more than {limit:g} s", pending)
+            workers[i] = _Worker(ctx, settings, zygote)
     return finished
 
 
-def _lost(worker: _Worker, reason: str) -> list[tuple[int, Graded]]:
+def _lost(worker: _Worker, reason: str,
+          pending: list[tuple[int, Task]]) -> list[tuple[int, Graded]]:
     log.error("%s", reason)
     if worker.task is None:
         if not worker.ready:
             raise RuntimeError(f"{reason}: the sandbox could not be started (see the log)")
         return []
     lost = [(worker.position, Graded(worker.task, crashed=reason))]
-    worker.task = None
+    worker.queue.popleft()
+    pending.extend(worker.queue)  # never started: graded by another worker
+    worker.queue.clear()
     return lost

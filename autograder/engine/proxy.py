@@ -35,7 +35,7 @@ from . import wire
 from .errors import BadValue, ChildGone, Interrupted, Missing, Raised
 from .sandbox import SandboxLimits
 
-__all__ = ["Zygote", "Child", "RemoteFunction", "call_deadline", "GRACE", "ZygoteError"]
+__all__ = ["Zygote", "ZygoteLink", "Child", "RemoteFunction", "call_deadline", "GRACE", "ZygoteError"]
 
 log = logging.getLogger("autograder.engine")
 
@@ -78,26 +78,15 @@ class Isolation:
     missing: str
 
 
-class Zygote:
-    """The pre-warmed process children are forked from; one per grading worker."""
+class ZygoteLink:
+    """One control line to a running zygote: children are spawned through it.
 
-    def __init__(self, *, timeout: float = 180.0, figures: bool = True, warm: bool = True,
-                 tokenizer: bool = True, isolate: bool = True) -> None:
-        """``figures``: render plots as PNG; ``warm``: pre-draw and preload for many
-        forks; ``tokenizer``: preload q5's BPE tokenizer; ``isolate``: use namespaces
-        where the kernel allows (off: limits, sessions and a subreaper only)."""
-        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.root = Path(tempfile.mkdtemp(prefix="autograder-view-"))
-        options = json.dumps({"figures": figures, "warm": warm, "tokenizer": tokenizer,
-                              "isolate": isolate})
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "autograder.engine.zygote", str(theirs.fileno()),
-             str(self.root), options],
-            pass_fds=[theirs.fileno()], env=_zygote_env(), stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            cwd=tempfile.gettempdir())
-        theirs.close()
-        threading.Thread(target=self._relay_log, daemon=True).start()
+    Each grading worker has a link of its own (see :meth:`Zygote.link`), so several
+    workers share one warm zygote without their requests crossing.
+    """
+
+    def __init__(self, control: socket.socket, timeout: float = 180.0) -> None:
+        self.control = control
         self._timeout = timeout
         self._isolation: Isolation | None = None
         self._lock = threading.Lock()
@@ -117,15 +106,12 @@ class Zygote:
             self.close()
             raise ZygoteError(f"the sandbox's zygote did not start ({err}); see the log") from None
         finally:
-            self.control.settimeout(None)
+            with contextlib.suppress(OSError):
+                self.control.settimeout(None)
         if not isinstance(ready, dict):
             self.close()
             raise ZygoteError("the sandbox's zygote exited while starting; see the log")
         return Isolation(bool(ready.get("isolated")), str(ready.get("missing", "")))
-
-    def _relay_log(self) -> None:
-        for line in self.proc.stderr:
-            log.info("%s", line.rstrip())
 
     def spawn(self, limits: SandboxLimits) -> Child:
         """A new sandboxed child, ready for requests."""
@@ -150,8 +136,52 @@ class Zygote:
         return Child(ours, int(hello["init"]), reaper=int(json.loads(line)["pid"]))
 
     def close(self) -> None:
+        """Close this line (the zygote goes on serving the others)."""
         with contextlib.suppress(OSError):
             self.control.close()
+
+
+class Zygote(ZygoteLink):
+    """The pre-warmed process children are forked from, and the first link to it."""
+
+    def __init__(self, *, timeout: float = 180.0, figures: bool = True, warm: bool = True,
+                 tokenizer: bool = True, isolate: bool = True) -> None:
+        """``figures``: render plots as PNG; ``warm``: pre-draw and preload for many
+        forks; ``tokenizer``: preload q5's BPE tokenizer; ``isolate``: use namespaces
+        where the kernel allows (off: limits, sessions and a subreaper only)."""
+        control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        super().__init__(control, timeout)
+        self.root = Path(tempfile.mkdtemp(prefix="autograder-view-"))
+        options = json.dumps({"figures": figures, "warm": warm, "tokenizer": tokenizer,
+                              "isolate": isolate})
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "autograder.engine.zygote", str(theirs.fileno()),
+             str(self.root), options],
+            pass_fds=[theirs.fileno()], env=_zygote_env(), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            cwd=tempfile.gettempdir())
+        theirs.close()
+        threading.Thread(target=self._relay_log, daemon=True).start()
+
+    def _relay_log(self) -> None:
+        for line in self.proc.stderr:
+            log.info("%s", line.rstrip())
+
+    def link(self) -> ZygoteLink:
+        """Another line to this zygote (for another worker); usable before it is ready."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            with self._lock:
+                socket.send_fds(self.control, [b'{"op": "link"}'], [theirs.fileno()])
+        except OSError as err:
+            ours.close()
+            raise ZygoteError(f"the zygote stopped answering ({err})") from None
+        finally:
+            theirs.close()
+        return ZygoteLink(ours, self._timeout)
+
+    def close(self) -> None:
+        super().close()
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()

@@ -2,8 +2,9 @@
 
 It imports NumPy, SymPy, matplotlib (inline, PNG), IPython and the tokenizer once, draws
 a warm-up figure, then closes itself into the sandbox's view (:func:`.sandbox.enter_view`)
-and serves one request on its control socket: ``spawn``, which carries the socket of a
-new child (``SCM_RIGHTS``) and its limits. Each child is a fork that isolates itself
+and serves its control links (:func:`_serve_links`): ``link`` adds one, for another
+grading worker; ``spawn`` carries the socket of a new child (``SCM_RIGHTS``) and its
+limits. Each child is a fork that isolates itself
 further and runs the student's code as PID 1 of its own PID namespace.
 
 The zygote holds nothing of the grader: no checks, no reference, no salt, no course.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -65,37 +67,68 @@ def main(argv: list[str]) -> int:
     view = sandbox.enter_view(root, _hidden_package()) if options.get("isolate", True) else \
         sandbox.View(False, sandbox.MISSING_WITHOUT_NAMESPACES + " (namespaces turned off)")
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    control.send(json.dumps({"ready": True, "isolated": view.isolated, "missing": view.missing,
-                             "seconds": round(time.monotonic() - started, 3)}).encode())
+    ready = json.dumps({"ready": True, "isolated": view.isolated, "missing": view.missing,
+                        "seconds": round(time.monotonic() - started, 3)}).encode()
+    control.send(ready)
     _log(f"ready in {time.monotonic() - started:.2f} s, isolated={view.isolated}")
-    while True:
-        try:
-            message, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 4)
-        except OSError:
-            return 0
-        if not message:
-            return 0
-        request = json.loads(message.decode("utf-8"))
-        if request.get("op") != "spawn" or len(fds) != 1:
-            for fd in fds:
-                os.close(fd)
-            continue
-        pid = os.fork()
-        if pid == 0:
-            _child(fds[0], control.fileno(), view, request, base, kernel)
-        os.close(fds[0])
-        control.send(json.dumps({"pid": pid}).encode())
+    _serve_links([control], ready, view, base, kernel)
+    return 0
 
 
-def _child(fd: int, control_fd: int, view: sandbox.View, request: dict, base: int,
+def _serve_links(links: list[socket.socket], ready: bytes, view: sandbox.View, base: int,
+                 kernel: Kernel) -> None:
+    """Answer requests on every control link until the last one closes.
+
+    ``link`` (with a socket) adds a link, answered with the ready message: each grading
+    worker gets its own, so one warm zygote serves them all. ``spawn`` (with a socket)
+    forks a child for it and answers the child's PID on the link that asked.
+    """
+    while links:
+        readable, _, _ = select.select(links, [], [])
+        for link in readable:
+            try:
+                message, fds, _flags, _addr = socket.recv_fds(link, 1 << 16, 4)
+            except OSError:
+                message, fds = b"", []
+            if not message:
+                links.remove(link)
+                link.close()
+                continue
+            request = json.loads(message.decode("utf-8"))
+            if len(fds) != 1 or request.get("op") not in ("spawn", "link"):
+                for fd in fds:
+                    os.close(fd)
+            elif request["op"] == "link":
+                links.append(socket.socket(fileno=fds[0]))
+                _answer(links, links[-1], ready)
+            else:
+                pid = os.fork()
+                if pid == 0:
+                    _child(fds[0], [x.fileno() for x in links], view, request, base, kernel)
+                os.close(fds[0])
+                _answer(links, link, json.dumps({"pid": pid}).encode())
+
+
+def _answer(links: list[socket.socket], link: socket.socket, message: bytes) -> None:
+    """Send on ``link``; a link whose worker is gone is dropped, the others go on."""
+    try:
+        link.send(message)
+    except OSError:
+        links.remove(link)
+        link.close()
+
+
+def _child(fd: int, link_fds: list[int], view: sandbox.View, request: dict, base: int,
            kernel: Kernel) -> None:
     """In the fork: shed the zygote's descriptors, isolate, fork the student's PID 1."""
     code = 1
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        # the zygote's only line to the host goes; the files the warm libraries hold open
-        # (matplotlib's fonts) stay, or they fail when first read ("Bad file descriptor")
-        os.close(control_fd)
+        # the zygote's lines to the host go (every worker's); the files the warm libraries
+        # hold open (matplotlib's fonts) stay, or they fail when first read ("Bad file
+        # descriptor")
+        for link_fd in link_fds:
+            os.close(link_fd)
         sock_fd = fd
         null = os.open(os.devnull, os.O_RDWR)
         for target in (0, 1, 2):
