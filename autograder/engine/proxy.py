@@ -41,6 +41,8 @@ log = logging.getLogger("autograder.engine")
 
 #: Seconds a child gets to answer after SIGINT before it is killed.
 GRACE = 2.0
+#: Seconds a finished child's namespace may take to be torn down before it is reported.
+REAP_WAIT = 10.0
 #: Variables of the host's environment the zygote may see (nothing else crosses).
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
 
@@ -82,14 +84,21 @@ class ZygoteLink:
     """One control line to a running zygote: children are spawned through it.
 
     Each grading worker has a link of its own (see :meth:`Zygote.link`), so several
-    workers share one warm zygote without their requests crossing.
+    workers share one warm zygote without their requests crossing. With ``ahead``, each
+    spawn also asks for the next child, which forks and isolates itself while the
+    current one works. :meth:`retire` ends a child without waiting for its namespace to
+    be torn down; :meth:`close` confirms that every retired child is gone.
     """
 
-    def __init__(self, control: socket.socket, timeout: float = 180.0) -> None:
+    def __init__(self, control: socket.socket, timeout: float = 180.0, *,
+                 ahead: bool = False) -> None:
         self.control = control
         self._timeout = timeout
         self._isolation: Isolation | None = None
         self._lock = threading.Lock()
+        self._ahead = ahead
+        self._next: tuple[socket.socket, SandboxLimits] | None = None
+        self._retired: list[tuple[int, float]] = []  # (reaper, when retired)
 
     @property
     def isolation(self) -> Isolation:
@@ -116,17 +125,43 @@ class ZygoteLink:
     def spawn(self, limits: SandboxLimits) -> Child:
         """A new sandboxed child, ready for requests."""
         _ = self.isolation
+        with self._lock:
+            self._prune()
+            child = None
+            if self._next is not None:
+                sock, asked = self._next
+                self._next = None
+                child = self._answered(sock)
+                if asked != limits:  # asked ahead for other limits: not this one
+                    self._retire(child)
+                    child = None
+            if child is None:
+                child = self._answered(self._ask(limits))
+            if self._ahead:
+                self._next = (self._ask(limits), limits)
+            return child
+
+    def _ask(self, limits: SandboxLimits) -> socket.socket:
+        """Send a spawn request; the answer is read by :meth:`_answered`."""
         ours, theirs = socket.socketpair()
         request = json.dumps({"op": "spawn", "limits": asdict(limits)}).encode()
-        with self._lock:
-            try:
-                socket.send_fds(self.control, [request], [theirs.fileno()])
-                line = self.control.recv(1 << 16)
-            except OSError as err:
-                raise ZygoteError(f"the zygote stopped answering ({err})") from None
-            finally:
-                theirs.close()
+        try:
+            socket.send_fds(self.control, [request], [theirs.fileno()])
+        except OSError as err:
+            ours.close()
+            raise ZygoteError(f"the zygote stopped answering ({err})") from None
+        finally:
+            theirs.close()
+        return ours
+
+    def _answered(self, ours: socket.socket) -> Child:
+        try:
+            line = self.control.recv(1 << 16)
+        except OSError as err:
+            ours.close()
+            raise ZygoteError(f"the zygote stopped answering ({err})") from None
         if not line:
+            ours.close()
             raise ZygoteError("the zygote exited")
         try:
             hello, _ = wire.recv(ours, deadline=time.monotonic() + 30)
@@ -135,10 +170,54 @@ class ZygoteLink:
             raise ZygoteError(f"a new child did not start ({err})") from None
         return Child(ours, int(hello["init"]), reaper=int(json.loads(line)["pid"]))
 
+    def retire(self, child: Child) -> None:
+        """End ``child`` now; that its last process is gone is confirmed later (the
+        kernel tears a namespace down in about 10 ms, which the next child need not wait
+        for)."""
+        with self._lock:
+            self._retire(child)
+
+    def _retire(self, child: Child) -> None:
+        child.close(wait=0)
+        if child.reaper:
+            self._retired.append((child.reaper, time.monotonic()))
+
+    def _prune(self, wait: float = 0.0) -> None:
+        """Forget retired children that are gone; wait up to ``wait`` s for the rest."""
+        deadline = time.monotonic() + wait
+        while self._retired:
+            self._retired = [(pid, when) for pid, when in self._retired if _alive(pid)]
+            stuck = [pid for pid, when in self._retired if time.monotonic() - when > REAP_WAIT]
+            for pid in stuck:
+                log.warning("the reaper %d of a finished child did not exit within %g s",
+                            pid, REAP_WAIT)
+            self._retired = [(pid, when) for pid, when in self._retired if pid not in stuck]
+            if not self._retired or time.monotonic() >= deadline:
+                return
+            time.sleep(0.005)
+
     def close(self) -> None:
-        """Close this line (the zygote goes on serving the others)."""
+        """Close this line (the zygote goes on serving the others), once every child
+        spawned through it is gone."""
+        with self._lock:
+            if self._next is not None:
+                sock, _ = self._next
+                self._next = None
+                with contextlib.suppress(ZygoteError):
+                    self._retire(self._answered(sock))
+            self._prune(wait=REAP_WAIT)
         with contextlib.suppress(OSError):
             self.control.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class Zygote(ZygoteLink):
@@ -167,8 +246,9 @@ class Zygote(ZygoteLink):
         for line in self.proc.stderr:
             log.info("%s", line.rstrip())
 
-    def link(self) -> ZygoteLink:
-        """Another line to this zygote (for another worker); usable before it is ready."""
+    def link(self, *, ahead: bool = False) -> ZygoteLink:
+        """Another line to this zygote (for another worker); usable before it is ready.
+        ``ahead``: see :class:`ZygoteLink`."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             with self._lock:
@@ -178,7 +258,7 @@ class Zygote(ZygoteLink):
             raise ZygoteError(f"the zygote stopped answering ({err})") from None
         finally:
             theirs.close()
-        return ZygoteLink(ours, self._timeout)
+        return ZygoteLink(ours, self._timeout, ahead=ahead)
 
     def close(self) -> None:
         super().close()
@@ -311,6 +391,8 @@ class Child:
             with contextlib.suppress(OSError, wire.WireError):
                 wire.send(self.sock, {"op": "bye"})
         self.kill("评分已结束。")
+        if wait <= 0:  # the caller confirms the reaper's exit (ZygoteLink.retire)
+            return
         deadline = time.monotonic() + wait
         while self.reaper and time.monotonic() < deadline:
             try:
