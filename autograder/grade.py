@@ -207,8 +207,11 @@ def grade_submissions(subs: list[Submission], *, settings: GradeSettings, jobs: 
         where.append(i)
     done = [len(subs) - len(tasks)]
 
+    reviews: dict = {}
+
     def tick(graded) -> None:
         done[0] += 1
+        reviews[graded.task] = _review(graded)  # while the workers go on grading
         if on_graded:
             on_graded(graded)
         if progress:
@@ -221,7 +224,7 @@ def grade_submissions(subs: list[Submission], *, settings: GradeSettings, jobs: 
     for i, graded in zip(where, records):
         sub = subs[i]
         results[i] = _result(sub, manifests[sub.assignment], graded)
-        results[i].review = _review(graded)
+        results[i].review = reviews[graded.task] if graded.task in reviews else _review(graded)
         engine_records[i] = graded
     return results, engine_records
 
@@ -274,22 +277,26 @@ def write_outputs(results: list[Result], out: Path) -> None:
                                      encoding="utf-8")
 
 
-def _stage_records(results: list[Result], records: list, staging: Path) -> None:
-    """Feedback pages and autograded notebooks (with their data files) into ``staging``."""
-    for result, graded in zip(results, records):
-        if graded is None or graded.notebook is None:
-            continue
-        rel = Path(result.student) / result.assignment
-        page = staging / "out" / "feedback" / rel / f"{result.assignment}.html"
-        page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(graded.feedback, encoding="utf-8")
-        result.feedback = str(Path("feedback") / rel / f"{result.assignment}.html")
-        folder = staging / "autograded" / rel
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{result.assignment}.ipynb").write_text(graded.notebook, encoding="utf-8")
-        for name in graded.files:
-            (folder / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(graded.task.folder / name, folder / name)
+def _stage(graded, staging: Path) -> None:
+    """One submission's feedback page and autograded notebook (with its data files)
+    into ``staging``, as soon as it is graded."""
+    if graded is None or graded.notebook is None:
+        return
+    a, rel = graded.task.assignment, Path(graded.task.student) / graded.task.assignment
+    page = staging / "out" / _feedback_path(graded)
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(graded.feedback, encoding="utf-8")
+    folder = staging / "autograded" / rel
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{a}.ipynb").write_text(graded.notebook, encoding="utf-8")
+    for name in graded.files:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(graded.task.folder / name, folder / name)
+
+
+def _feedback_path(graded) -> Path:
+    a = graded.task.assignment
+    return Path("feedback") / graded.task.student / a / f"{a}.html"
 
 
 def _move_into(src: Path, dest: Path, depth: int) -> None:
@@ -347,18 +354,21 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
     logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))  # the log keeps every step
     logger.addHandler(handler)
     writer = GradebookWriter(course / "gradebook.db", manifests)
+    staging = Path(tempfile.mkdtemp(prefix=".grading-", dir=out))
+
+    def arrived(graded) -> None:  # each record is kept as soon as it is graded
+        writer.add(graded)
+        _stage(graded, staging)
+
     try:
         try:
-            results, records = grade_submissions(subs, settings=settings,
-                                                 jobs=jobs or default_jobs(), progress=progress,
-                                                 started=writer.start, on_graded=writer.add)
-        except BaseException:
-            writer.abort()
-            raise
-        staging = Path(tempfile.mkdtemp(prefix=".grading-", dir=out))
-        try:
             try:
-                _stage_records(results, records, staging)
+                results, records = grade_submissions(
+                    subs, settings=settings, jobs=jobs or default_jobs(), progress=progress,
+                    started=writer.start, on_graded=arrived)
+                for result, graded in zip(results, records):
+                    if graded is not None and graded.notebook is not None:
+                        result.feedback = str(_feedback_path(graded))
                 write_outputs(results, staging / "out")
             except BaseException:
                 writer.abort()
