@@ -306,3 +306,49 @@ def test_a_closed_link_leaves_no_child_behind_retired_or_asked_ahead(zygote):
     while _zygote_children(zygote) - before and time.monotonic() < deadline:
         time.sleep(0.01)  # the last reaper may still be on its way out of the process table
     assert not _zygote_children(zygote) - before
+
+
+@pytest.mark.parametrize("make", [
+    lambda x, y: sp.Matrix([[x + 1, sp.exp(-x / 2)], [sp.sqrt(2) * y**sp.Rational(1, 3), sp.pi]]),
+    lambda x, y: sp.ImmutableMatrix([[sp.log(y) * sp.sin(x) - sp.E + sp.I]]),
+    lambda x, y: sp.Float(0.5) * y + sp.Function("f")(x),
+    lambda x, y: sp.Piecewise((x, y > 0), (1, True)) + sp.Max(x, y),
+    lambda x, y: sp.Derivative(sp.exp(x * y), x) + sp.oo,
+    lambda x, y: sp.Matrix(0, 2, []),
+])
+def test_the_childs_fast_srepr_reads_back_as_srepr_does(make):
+    from autograder.engine.srepr import from_srepr
+    from autograder.engine.sreprfast import fast_srepr
+
+    x, y = sp.Symbol("x", positive=True), sp.Symbol("y")
+    value = make(x, y)
+    fast, slow = from_srepr(fast_srepr(value)), from_srepr(sp.srepr(value))
+    assert type(fast) is type(slow)
+    if isinstance(value, sp.MatrixBase):
+        assert fast.shape == slow.shape
+        assert all(sp.simplify(a.doit() - b.doit()) == 0 for a, b in zip(fast, slow))
+    else:
+        assert fast.doit() == slow.doit()
+    assert next(iter(fast.free_symbols - {y}), x).is_positive  # assumptions cross too
+
+
+def test_the_fast_srepr_prints_a_repeated_subexpression_once():
+    from autograder.engine import sreprfast
+
+    x = sp.Symbol("x")
+    shared = sp.exp(x) + sp.exp(2 * x)
+    matrix = sp.Matrix([[sp.exp(x) / shared, sp.exp(2 * x) / shared]] * 3)
+    printed = []
+    original = sp.srepr
+
+    def counting(node, **kwargs):
+        printed.append(node)
+        return original(node, **kwargs)
+
+    sp.srepr = counting
+    try:
+        text = sreprfast.fast_srepr(matrix)
+    finally:
+        sp.srepr = original
+    # x is printed by srepr once, however often the text repeats it (3 rows x 3 times)
+    assert printed.count(x) == 1 and text.count("exp(Symbol('x'))") == 9

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..testfn import TestFunction, define
+from .sreprfast import fast_srepr
 
 __all__ = ["WireError", "Limits", "send", "recv", "encode_for_child", "decode_from_host",
            "encode_for_host", "decode_from_child", "Opaque", "HandleTable"]
@@ -291,7 +292,7 @@ def _encode_for_host(value: Any, blobs: list[bytes], handles: HandleTable, depth
         import sympy
 
         if isinstance(value, (sympy.Basic, sympy.MatrixBase)):
-            return {"$": "sympy", "srepr": sympy.srepr(value)}
+            return {"$": "sympy", "srepr": fast_srepr(value)}
     if callable(value):
         return {"$": "function", "handle": handles.add(value), "type": _type_name(value)}
     if hasattr(value, "__array__") or hasattr(value, "__array_interface__"):
