@@ -195,8 +195,10 @@ def _run_batch(tasks: list[Task], workers: list[_Worker], ctx, settings: GradeSe
         while len(results) < len(tasks):
             for w in workers:
                 # one task queued behind the running one: a worker never waits for this
-                # loop between two submissions
-                while w.ready and len(w.queue) < PREFETCH and pending:
+                # loop between two submissions; near the end, a task waits for an idle
+                # worker instead, so the batch does not end behind one worker's queue
+                while w.ready and pending and (not w.queue or (
+                        len(w.queue) < PREFETCH and len(pending) > len(workers))):
                     w.give(*pending.pop())
             for position, graded in _collect(workers, ctx, settings, zygote, pending):
                 results[position] = graded
