@@ -199,11 +199,12 @@ def _engine(submission, settings) -> tuple:
     container that half-allows namespaces), once more without namespaces."""
     from dataclasses import replace
 
+    from .engine.pool import SandboxUnavailable
     from .grade import grade_submissions
 
     try:
         return grade_submissions([submission], settings=settings, jobs=1)
-    except RuntimeError as err:
+    except SandboxUnavailable as err:
         print(f"{err}: grading again without namespaces (limits and a subreaper only)")
         return grade_submissions([submission], settings=replace(settings, isolate=False),
                                  jobs=1)

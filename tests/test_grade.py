@@ -318,3 +318,27 @@ def test_a_dying_worker_loses_only_its_own_submission(monkeypatch, tmp_path):
     assert [g.task.student for g in graded] == ["ann", "bob", "cat", "dan"]
     assert [bool(g.crashed) for g in graded] == [False, True, False, False]
     assert "died" in graded[1].crashed and all(g.stopped for g in graded if not g.crashed)
+
+
+def test_a_sandbox_that_cannot_start_is_one_clear_error_and_writes_nothing(monkeypatch, tmp_path):
+    import subprocess
+    import sys
+
+    from autograder.course import CourseError
+    from autograder.engine import proxy
+
+    real = subprocess.Popen
+
+    def no_zygote(args, **kwargs):
+        if "autograder.engine.zygote" in args:
+            args = [sys.executable, "-c", "import sys; sys.exit('no namespaces for you')"]
+        return real(args, **kwargs)
+
+    monkeypatch.setattr(proxy.subprocess, "Popen", no_zygote)
+    subs = tmp_path / "submitted"
+    write_nb(read_nb(ROOT / "release" / A / f"{A}.ipynb"), subs / "ann" / A / f"{A}.ipynb")
+    out = tmp_path / "out"
+    with pytest.raises(CourseError, match="sandbox could not be started.*grading.log"):
+        grade(submissions=subs, out=out, settings=SETTINGS, jobs=2)
+    assert "no namespaces for you" in (out / "grading.log").read_text(encoding="utf-8")
+    assert not list(tmp_path.rglob("gradebook.db")) and not list(tmp_path.rglob("scores.csv"))

@@ -272,13 +272,14 @@ def test_cli_writes_the_bundle_and_refuses_bad_input(tmp_path):
 def test_a_sandbox_that_cannot_start_is_retried_without_namespaces(monkeypatch, capsys):
     import autograder.grade as grade_module
     from autograder import gradescope_run
+    from autograder.engine.pool import SandboxUnavailable
 
     calls = []
 
     def fake(subs, *, settings, jobs):
         calls.append(settings.isolate)
         if settings.isolate:
-            raise RuntimeError("grading worker died: the sandbox could not be started")
+            raise SandboxUnavailable("the sandbox's zygote exited while starting (exit code 1)")
         return ["row"], ["record"]
 
     monkeypatch.setattr(grade_module, "grade_submissions", fake)

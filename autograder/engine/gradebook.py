@@ -168,7 +168,8 @@ class GradebookWriter:
 
     def abort(self) -> None:
         """Write nothing of this batch (the grading around it failed)."""
-        self._finish(self._ABORT)
+        if self._thread.ident is not None:  # never started: the gradebook is not touched
+            self._finish(self._ABORT)
 
     def _finish(self, last: object) -> int:
         if self._thread.ident is None:  # never started: do it all now

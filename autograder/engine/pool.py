@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
+from ..course import CourseError
 from .settings import GradeSettings
 
-__all__ = ["Task", "Graded", "grade_tasks", "WATCHDOG_SLACK"]
+__all__ = ["Task", "Graded", "grade_tasks", "SandboxUnavailable", "WATCHDOG_SLACK"]
 
 log = logging.getLogger("autograder.engine")
 
@@ -169,7 +170,7 @@ def grade_tasks(tasks: Iterable[Task], settings: GradeSettings, *, jobs: int,
         if started:
             started()
         return []
-    from .proxy import Zygote
+    from .proxy import Zygote, ZygoteError
 
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     # one warm zygote for all workers: it starts while they are prepared and forked
@@ -181,6 +182,8 @@ def grade_tasks(tasks: Iterable[Task], settings: GradeSettings, *, jobs: int,
         if started:
             started()
         return _run_batch(tasks, workers, ctx, settings, zygote, progress)
+    except ZygoteError as err:
+        raise SandboxUnavailable(str(err)) from None
     finally:
         zygote.close()
 
@@ -208,6 +211,14 @@ def _run_batch(tasks: list[Task], workers: list[_Worker], ctx, settings: GradeSe
         for w in workers:
             w.stop()
     return [results[i] for i in range(len(tasks))]
+
+
+class SandboxUnavailable(CourseError):
+    """No submission can be graded: the sandbox did not start (nothing is written)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the sandbox could not be started ({reason}); what it said is in "
+                         "grading.log beside the results")
 
 
 def _preload(assignments: set[str]) -> None:
@@ -273,7 +284,7 @@ def _lost(worker: _Worker, reason: str,
     log.error("%s", reason)
     if worker.task is None:
         if not worker.ready:
-            raise RuntimeError(f"{reason}: the sandbox could not be started (see the log)")
+            raise SandboxUnavailable(reason)
         return []
     lost = [(worker.position, Graded(worker.task, crashed=reason))]
     worker.queue.popleft()

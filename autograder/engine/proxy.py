@@ -255,10 +255,17 @@ class Zygote(ZygoteLink):
                 socket.send_fds(self.control, [b'{"op": "link"}'], [theirs.fileno()])
         except OSError as err:
             ours.close()
-            raise ZygoteError(f"the zygote stopped answering ({err})") from None
+            raise ZygoteError(self._why_gone(err)) from None
         finally:
             theirs.close()
         return ZygoteLink(ours, self._timeout, ahead=ahead)
+
+    def _why_gone(self, err: OSError) -> str:
+        try:
+            code = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return f"the sandbox's zygote stopped answering ({err})"
+        return f"the sandbox's zygote exited while starting (exit code {code})"
 
     def close(self) -> None:
         super().close()
