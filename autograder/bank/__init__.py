@@ -33,7 +33,7 @@ from ..engine.errors import Raised, StudentFault
 from ..engine.settings import PRACTICE_SALT
 from ..symbolic import TimeLimit, time_limit
 
-__all__ = ["Check", "Context", "Outcome", "check", "evaluate", "run_check", "self_check",
+__all__ = ["Check", "Context", "Outcome", "check", "evaluate", "run_check", "self_check", "warm",
            "get_check", "checks_for", "seed_for", "PRACTICE_SALT", "ASSIGNMENT_MODULES",
            "CheckFailed", "GraderError"]
 
@@ -91,6 +91,15 @@ def checks_for(assignment: str) -> list[Check]:
     """All checks of one assignment, in registration order."""
     _load(assignment)
     return [c for c in _REGISTRY.values() if c.assignment == assignment]
+
+
+def warm(assignment: str) -> None:
+    """Load one assignment's checks and whatever they load lazily (its module's optional
+    ``warm()``), so processes forked afterwards start with them."""
+    module = importlib.import_module(ASSIGNMENT_MODULES[assignment], __name__)
+    hook = getattr(module, "warm", None)
+    if hook is not None:
+        hook()
 
 
 # ------------------------------------------------------------------ seeds

