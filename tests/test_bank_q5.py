@@ -16,7 +16,7 @@ import pytest
 import sympy as sp
 
 from autograder import notebooks as nbs
-from autograder.bank import CheckFailed, checks_for, q5, run_check
+from autograder.bank import CheckFailed, checks_for, evaluate, q5, run_check
 from autograder.samples import q5 as samples_q5
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -169,6 +169,38 @@ def test_score_table_bytes_names_bits():
 
     with pytest.raises(CheckFailed, match=q5.BITS_AS_BYTES.label):
         run_check("q5.score_table_bytes", score_table_bytes=bits)
+
+
+def test_measure_attention_seconds_fails_a_timer_around_nothing_at_any_ratio():
+    def empty(ns, d, repeats, rng):   # what an empty timer reads: microseconds, 20x apart
+        return np.where(np.asarray(ns) > 100, 2e-6, 1e-7)
+
+    with pytest.raises(CheckFailed, match=q5.TIMER_EMPTY.label):
+        run_check("q5.measure_attention_seconds", measure_attention_seconds=empty)
+
+
+def test_measure_attention_seconds_passes_a_cached_table_read_under_load():
+    """Readings measured in this suite for n = 3 and n = 519 (the table fits in the cache):
+    16 us and 1 ms, a ratio of 62. The old rule (100 times, no floor) failed this correct timer."""
+    def cached(ns, d, repeats, rng):
+        return np.where(np.asarray(ns) > 100, 1.0e-3, 1.6e-5)
+
+    run_check("q5.measure_attention_seconds", measure_attention_seconds=cached)
+
+
+def test_measure_attention_seconds_passes_a_correct_timer_for_every_student(reference):
+    """The big n is drawn per student (500-700): 20 students, the solution's own timer."""
+    for seed in range(20):
+        outcome = evaluate("q5.measure_attention_seconds",
+                           {"measure_attention_seconds": reference["measure_attention_seconds"]},
+                           seed=seed)
+        assert outcome.passed, (seed, outcome.message)
+
+
+def test_the_notebook_states_the_timing_rule_the_check_applies():
+    text = "".join(c.source for c in nbs.read(SOURCE).cells if c.cell_type == "markdown")
+    assert (f"至少要 {q5.MIN_TIMED_SECONDS * 1e6:.0f} 微秒、并且至少是只有几个 token 时的 "
+            f"{q5.TIMING_FACTOR} 倍") in text
 
 
 @pytest.mark.parametrize("formula, label", [
