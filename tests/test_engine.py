@@ -196,6 +196,39 @@ def test_the_child_has_no_network_and_no_privileges(zygote):
         child.close()
 
 
+_FIND = ("import os, stat\n"
+         "def regular(fd):\n"
+         "    try:\n"
+         "        return stat.S_ISREG(os.fstat(fd).st_mode)\n"
+         "    except OSError:\n"
+         "        return False\n"
+         "files = [fd for fd in range(3, 256) if regular(fd)]\n")
+
+
+def test_children_do_not_share_the_zygote_s_open_files():
+    """The warm zygote holds matplotlib's fonts open. Forks share an open file's offset:
+    two students drawing text at once read each other's bytes ("FT_Load_Glyph failed",
+    seen grading the sample class), and one could move the other's offset on purpose."""
+    warm = Zygote(figures=True, warm=True, tokenizer=False)
+    first, second = warm.spawn(SandboxLimits()), warm.spawn(SandboxLimits())
+    try:
+        where = "print({fd: os.lseek(fd, 0, os.SEEK_CUR) for fd in files})"
+        before = _printed(first, _FIND + where)
+        assert before not in ("", "{}"), "the warm zygote should hold its fonts open"
+        moved = _printed(second, _FIND + "for fd in files:\n    os.lseek(fd, 12345, os.SEEK_SET)\n"
+                         + where)
+        assert "12345" in moved
+        assert _printed(first, where) == before
+        text = _printed(first, "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\n"
+                        "ax.set_title('glyphs after the other child moved its offsets')\n"
+                        "fig.canvas.draw()\nprint('drawn')")
+        assert "drawn" in text
+    finally:
+        first.close()
+        second.close()
+        warm.close()
+
+
 def test_limits_stop_memory_and_process_bombs(zygote):
     child = zygote.spawn(SandboxLimits(memory=256 << 20, processes=8))
     try:

@@ -19,15 +19,18 @@ child still gets limits, its own session and a subreaper that kills what it leav
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 import platform
 import resource
 import signal
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["SandboxLimits", "View", "enter_view", "isolate_child", "drop_privileges",
+           "open_files", "reopenable", "reopen_privately",
            "HOME", "MISSING_WITHOUT_NAMESPACES"]
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
@@ -232,6 +235,71 @@ def _build_root(root: Path, hidden: list[Path]) -> str:
     os.rmdir("/.old")
     _mount(None, "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     return tmp
+
+
+# ------------------------------------------------------------------ open files
+
+
+def open_files() -> dict[int, str]:
+    """The read-only regular files this process holds open, by descriptor (matplotlib's
+    fonts: FreeType reads glyphs from them on demand). Read while ``/proc`` is there."""
+    found = {}
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            mode, flags = os.fstat(fd).st_mode, fcntl.fcntl(fd, fcntl.F_GETFL)
+            path = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # the descriptor listing the folder itself, gone already
+            continue
+        if stat.S_ISREG(mode) and flags & os.O_ACCMODE == os.O_RDONLY and path.startswith("/"):
+            found[fd] = path
+    return found
+
+
+def reopenable(files: dict[int, str]) -> tuple[dict[int, str], list[str]]:
+    """Split ``files`` into those this process can open again by path as the same file
+    (inside the view) and the paths it cannot."""
+    ok, missing = {}, []
+    for fd, path in files.items():
+        try:
+            fresh = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            missing.append(path)
+            continue
+        try:
+            same = _same_file(os.fstat(fresh), os.fstat(fd))
+        finally:
+            os.close(fresh)
+        if same:
+            ok[fd] = path
+        else:
+            missing.append(path)
+    return ok, missing
+
+
+def reopen_privately(files: dict[int, str]) -> None:
+    """Give this fork its own open file description for each of ``files``: the same
+    descriptor number and offset, but an offset no other fork moves.
+
+    A fork shares each inherited description, offset included, with the zygote and
+    every other child. Two children reading a font at once then read each other's bytes
+    (``FT_Load_Glyph ... failed``, seen while grading the sample class), and a student
+    could move another student's offset on purpose. Raises ``OSError`` if a file
+    cannot be reopened: such a child must not run.
+    """
+    for fd, path in files.items():
+        fresh = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            if not _same_file(os.fstat(fresh), os.fstat(fd)):
+                raise OSError(f"{path} is no longer the file descriptor {fd} holds")
+            os.lseek(fresh, os.lseek(fd, 0, os.SEEK_CUR), os.SEEK_SET)
+            os.dup2(fresh, fd, inheritable=False)
+        finally:
+            os.close(fresh)
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 # ------------------------------------------------------------------ one child

@@ -64,19 +64,24 @@ def main(argv: list[str]) -> int:
     if options.get("tokenizer", True):
         _warm_tokenizer()
     base = sandbox.address_space()
+    files = sandbox.open_files()
     view = sandbox.enter_view(root, _hidden_package()) if options.get("isolate", True) else \
         sandbox.View(False, sandbox.MISSING_WITHOUT_NAMESPACES + " (namespaces turned off)")
+    files, missing = sandbox.reopenable(files)
+    if missing:
+        _log(f"{len(missing)} open file(s) cannot be reopened in the view, so children share "
+             f"their offsets: {', '.join(missing)}")
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     ready = json.dumps({"ready": True, "isolated": view.isolated, "missing": view.missing,
                         "seconds": round(time.monotonic() - started, 3)}).encode()
     control.send(ready)
     _log(f"ready in {time.monotonic() - started:.2f} s, isolated={view.isolated}")
-    _serve_links([control], ready, view, base, kernel)
+    _serve_links([control], ready, view, base, kernel, files)
     return 0
 
 
 def _serve_links(links: list[socket.socket], ready: bytes, view: sandbox.View, base: int,
-                 kernel: Kernel) -> None:
+                 kernel: Kernel, files: dict[int, str]) -> None:
     """Answer requests on every control link until the last one closes.
 
     ``link`` (with a socket) adds a link, answered with the ready message: each grading
@@ -104,7 +109,8 @@ def _serve_links(links: list[socket.socket], ready: bytes, view: sandbox.View, b
             else:
                 pid = os.fork()
                 if pid == 0:
-                    _child(fds[0], [x.fileno() for x in links], view, request, base, kernel)
+                    _child(fds[0], [x.fileno() for x in links], view, request, base, kernel,
+                           files)
                 os.close(fds[0])
                 _answer(links, link, json.dumps({"pid": pid}).encode())
 
@@ -119,8 +125,9 @@ def _answer(links: list[socket.socket], link: socket.socket, message: bytes) -> 
 
 
 def _child(fd: int, link_fds: list[int], view: sandbox.View, request: dict, base: int,
-           kernel: Kernel) -> None:
-    """In the fork: shed the zygote's descriptors, isolate, fork the student's PID 1."""
+           kernel: Kernel, files: dict[int, str]) -> None:
+    """In the fork: shed the zygote's descriptors, make its open files private, isolate,
+    fork the student's PID 1."""
     code = 1
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -129,6 +136,7 @@ def _child(fd: int, link_fds: list[int], view: sandbox.View, request: dict, base
         # descriptor")
         for link_fd in link_fds:
             os.close(link_fd)
+        sandbox.reopen_privately(files)
         sock_fd = fd
         null = os.open(os.devnull, os.O_RDWR)
         for target in (0, 1, 2):
