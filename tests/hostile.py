@@ -228,6 +228,26 @@ for name, module in list(sys.modules.items()):
         if kernel is not None:
             kernel.run = lambda self, code: (True, [])
 '''),
+    Attack("move_shared_offsets", '''
+import os, random, stat, threading
+def _jostle():
+    files = []
+    for fd in range(3, 256):
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                files.append(fd)
+        except OSError:
+            pass
+    # the inherited fonts' offsets, moved for as long as this child lives (another
+    # child's stay put: tests/test_engine.py shows it deterministically)
+    while True:
+        for fd in files:
+            try:
+                os.lseek(fd, random.randrange(1 << 20), os.SEEK_SET)
+            except OSError:
+                pass
+threading.Thread(target=_jostle, daemon=True).start()
+'''),
     Attack("garbage_on_the_socket", '''
 import os
 for fd in range(3, 64):
