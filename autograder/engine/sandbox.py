@@ -262,18 +262,11 @@ def reopenable(files: dict[int, str]) -> tuple[dict[int, str], list[str]]:
     ok, missing = {}, []
     for fd, path in files.items():
         try:
-            fresh = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            os.close(_reopen(fd, path))
         except OSError:
             missing.append(path)
-            continue
-        try:
-            same = _same_file(os.fstat(fresh), os.fstat(fd))
-        finally:
-            os.close(fresh)
-        if same:
-            ok[fd] = path
         else:
-            missing.append(path)
+            ok[fd] = path
     return ok, missing
 
 
@@ -288,18 +281,26 @@ def reopen_privately(files: dict[int, str]) -> None:
     cannot be reopened: such a child must not run.
     """
     for fd, path in files.items():
-        fresh = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fresh = _reopen(fd, path)
         try:
-            if not _same_file(os.fstat(fresh), os.fstat(fd)):
-                raise OSError(f"{path} is no longer the file descriptor {fd} holds")
             os.lseek(fresh, os.lseek(fd, 0, os.SEEK_CUR), os.SEEK_SET)
             os.dup2(fresh, fd, inheritable=False)
         finally:
             os.close(fresh)
 
 
-def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+def _reopen(fd: int, path: str) -> int:
+    """A new descriptor on the file ``fd`` holds, opened by ``path``; ``OSError`` if the
+    path cannot be opened or now names another file."""
+    fresh = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        a, b = os.fstat(fresh), os.fstat(fd)
+        if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino):
+            raise OSError(f"{path} is no longer the file descriptor {fd} holds")
+    except OSError:
+        os.close(fresh)
+        raise
+    return fresh
 
 
 # ------------------------------------------------------------------ one child
