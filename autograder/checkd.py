@@ -7,10 +7,16 @@ folder only the user can open, and print what it answers. It grades exactly as t
 path does (the same pipeline, a fresh sandboxed child per notebook), restarts itself
 when the installed package changes, and exits after :data:`IDLE_SECONDS` unused.
 Set ``AUTOGRADER_CHECK_DAEMON=0`` to always run cold.
+
+One daemon per user at a time: a daemon serves only while it holds ``checkd.lock`` in
+that folder. Two checks started together may both start one; the second finds the lock
+held and leaves as soon as the first answers for the same package (a first that answers
+"stale" is on its way out, so the second waits for the lock instead).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
@@ -19,12 +25,16 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import asdict
 from pathlib import Path
 
-__all__ = ["ask", "start", "serve", "package_key", "socket_path", "IDLE_SECONDS"]
+__all__ = ["ask", "start", "stop", "ping", "serve", "package_key", "socket_path", "IDLE_SECONDS"]
 
 IDLE_SECONDS = 900
+#: Seconds a starting daemon waits for the lock while another holds it and does not
+#: answer for this package (it is still warming up, or closing after answering "stale").
+LOCK_WAIT = 15.0
 log = logging.getLogger("autograder.checkd")
 
 
@@ -96,6 +106,17 @@ def ask(notebook: Path, assignment: str | None, timeout: float) -> list | None:
     return [Outcome(**o) for o in answer["outcomes"]]
 
 
+def ping(timeout: float = 2.0) -> int | None:
+    """The PID of the daemon serving this package, or ``None``."""
+    answer = _exchange({"key": package_key(), "ping": True}, timeout=timeout)
+    return answer.get("pid") if answer and answer.get("pong") else None
+
+
+def stop() -> bool:
+    """Ask the daemon (of any package version) to exit; whether one answered."""
+    return bool(_exchange({"stop": True}, timeout=5.0))
+
+
 def start() -> None:
     """Start the daemon in the background (its own session; its log beside its socket)."""
     try:
@@ -112,8 +133,14 @@ def _answer(request: dict, key: str, zygote) -> dict:
     from .course import CourseError
     from .selfcheck import run_check_notebook
 
+    if request.get("stop"):
+        return {"stopping": True}
     if request.get("key") != key:
         return {"stale": True}
+    if request.get("ping"):
+        return {"pong": True, "pid": os.getpid()}
+    if not isinstance(request.get("notebook"), str):
+        return {"error": "the request names no notebook"}
     try:
         outcomes = run_check_notebook(notebook=Path(request["notebook"]),
                                       assignment=request.get("assignment"),
@@ -123,9 +150,53 @@ def _answer(request: dict, key: str, zygote) -> dict:
     return {"outcomes": [asdict(o) for o in outcomes]}
 
 
+def _request(conn: socket.socket) -> dict:
+    try:
+        request = json.loads(conn.makefile("rb").readline() or b"{}")
+    except ValueError:
+        return {}
+    return request if isinstance(request, dict) else {}
+
+
+def _lock(key: str) -> int | None:
+    """Hold the daemon lock (a descriptor, kept open for the daemon's life), or ``None``
+    when a daemon for this package already serves."""
+    fd = os.open(_folder() / "checkd.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            pass
+        answer = _exchange({"key": key, "ping": True}, timeout=2.0)
+        if (answer and answer.get("pong")) or time.monotonic() > deadline:
+            log.info("another daemon holds the lock (%s): leaving",
+                     f"PID {answer['pid']}" if answer and answer.get("pong") else "no answer")
+            os.close(fd)
+            return None
+        time.sleep(0.1)
+
+
 def serve(key: str) -> int:
-    """The daemon: bind the socket, warm up, answer until idle or outdated."""
+    """The daemon: take the lock, bind the socket, warm up, answer until idle, outdated
+    or asked to stop."""
     sys.modules.setdefault("rfc3987_syntax", None)  # see autograder/cli.py
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s checkd[%(process)d] %(message)s")
+    try:
+        lock = _lock(key)
+    except OSError as err:
+        log.error("cannot take the daemon lock: %s", err)
+        return 1
+    if lock is None:
+        return 0
+    try:
+        return _serve_locked(key)
+    finally:
+        os.close(lock)  # after the socket is gone: the next daemon binds a fresh one
+
+
+def _serve_locked(key: str) -> int:
     from .bank import checks_for
     from .course import ASSIGNMENTS
     from .engine.proxy import Zygote
@@ -133,30 +204,32 @@ def serve(key: str) -> int:
     path = socket_path()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        path.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)  # a crashed daemon's; no live one holds the lock
         server.bind(str(path))
-    except OSError:
+    except OSError as err:
+        log.error("cannot bind %s: %s", path, err)
         return 1
     server.listen()
     zygote = Zygote(figures=False, warm=True, tokenizer=True)
-    for a in ASSIGNMENTS:
-        checks_for(a)
-    server.settimeout(IDLE_SECONDS)
     try:
+        for a in ASSIGNMENTS:
+            checks_for(a)
+        server.settimeout(IDLE_SECONDS)
         while True:
             try:
                 conn, _ = server.accept()
             except TimeoutError:
                 return 0
             with conn:
-                request = json.loads(conn.makefile("rb").readline() or b"{}")
-                answer = _answer(request, key, zygote)
+                answer = _answer(_request(conn), key, zygote)
                 conn.sendall(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
-            if answer.get("stale"):
+            if answer.get("stale") or answer.get("stopping"):
+                log.info("exiting: %s", "outdated package" if answer.get("stale") else "asked to stop")
                 return 0
     finally:
-        zygote.close()
         path.unlink(missing_ok=True)
+        server.close()
+        zygote.close()
 
 
 if __name__ == "__main__":  # pragma: no cover - started by `autograder check`

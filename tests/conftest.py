@@ -3,6 +3,10 @@ them: through the wire format, functions as handles (:mod:`autograder.engine.loo
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import pytest
 
 from autograder import bank
@@ -17,6 +21,24 @@ def values_cross_the_boundary(monkeypatch):
         return evaluate(name, {k: crossing(v) for k, v in values.items()}, **kwargs)
 
     monkeypatch.setattr(bank, "evaluate", across)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_check_daemon():
+    """``autograder check`` in these tests starts its warm daemon in a folder of this
+    session's own (never one a user's daemon serves from) and stops it at the end."""
+    from autograder import checkd
+
+    folder = tempfile.mkdtemp(prefix="ag-")
+    saved = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = folder
+    yield
+    checkd.stop()
+    if saved is None:
+        del os.environ["XDG_RUNTIME_DIR"]
+    else:
+        os.environ["XDG_RUNTIME_DIR"] = saved
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 #: Modules that grade whole classes, slowest first: xdist hands out whole modules in

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -194,6 +195,23 @@ def test_the_child_has_no_network_and_no_privileges(zygote):
         assert text.startswith("-1 1")  # EPERM
     finally:
         child.close()
+
+
+def test_without_namespaces_a_child_s_home_goes_when_it_does():
+    """Without namespaces a submission's home is a real folder under the temporary one:
+    it is removed once the child and its processes are gone, even a folder the student
+    took every permission from (one leaked folder per graded notebook before)."""
+    plain = Zygote(figures=False, warm=False, tokenizer=False, isolate=False)
+    try:
+        child = plain.spawn(SandboxLimits())
+        home = _printed(child, "import os\nos.makedirs('locked/inner')\n"
+                        "open('locked/inner/data.txt', 'w').write('x')\n"
+                        "os.chmod('locked/inner', 0)\nos.chmod('locked', 0)\nprint(os.getcwd())").strip()
+        assert Path(home).name.startswith("autograder-student-") and Path(home).is_dir()
+        child.close()
+        assert not Path(home).exists()
+    finally:
+        plain.close()
 
 
 _FIND = ("import os, stat\n"

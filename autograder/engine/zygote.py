@@ -13,9 +13,11 @@ Its log lines go to stderr, which the host reads and logs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import sys
@@ -144,26 +146,29 @@ def _child(fd: int, link_fds: list[int], view: sandbox.View, request: dict, base
         os.close(null)
         limits = sandbox.SandboxLimits(**request.get("limits", {}))
         sandbox.isolate_child(view)
+        # without namespaces the home is a real folder, removed once everything is gone
+        home = None if view.isolated else tempfile.mkdtemp(prefix="autograder-student-")
         go_r, go_w = os.pipe()
         init = os.fork()
         if init == 0:
             os.close(go_w)
-            _student_init(sock_fd, go_r, view, limits, base, kernel)
+            _student_init(sock_fd, go_r, view, limits, base, kernel, home)
         os.close(go_r)
         sock = socket.socket(fileno=sock_fd)
         wire.send(sock, {"init": init})
         os.write(go_w, b"x")
         os.close(go_w)
         os.waitpid(init, 0)
-        if not view.isolated:
+        if home is not None:
             sandbox.kill_leftovers()
+            _remove_home(home)
         code = 0
     finally:
         os._exit(code)
 
 
 def _student_init(sock_fd: int, go_r: int, view: sandbox.View, limits: sandbox.SandboxLimits,
-                  base: int, kernel: Kernel) -> None:
+                  base: int, kernel: Kernel, home: str | None) -> None:
     """PID 1 of the submission's namespace: private folders, limits, no privileges, serve."""
     code = 1
     try:
@@ -171,7 +176,7 @@ def _student_init(sock_fd: int, go_r: int, view: sandbox.View, limits: sandbox.S
         os.close(go_r)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         sandbox.private_folders(view, limits)
-        home = sandbox.HOME if view.isolated else _fallback_home()
+        home = home or sandbox.HOME
         os.chdir(home)
         tmp = view.tmp if view.isolated else home
         os.environ.update({"HOME": home, "TMPDIR": tmp, "MPLCONFIGDIR": f"{tmp}/matplotlib",
@@ -188,8 +193,13 @@ def _student_init(sock_fd: int, go_r: int, view: sandbox.View, limits: sandbox.S
         os._exit(code)
 
 
-def _fallback_home() -> str:
-    return tempfile.mkdtemp(prefix="autograder-student-")
+def _remove_home(home: str) -> None:
+    """Remove a submission's home; a student may have left folders without permissions."""
+    for folder, subfolders, _files in os.walk(home):
+        for name in subfolders:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.join(folder, name), 0o700, follow_symlinks=False)
+    shutil.rmtree(home, onerror=lambda _f, path, exc: _log(f"could not remove {path} ({exc[1]})"))
 
 
 if __name__ == "__main__":  # pragma: no cover - started by the host
