@@ -344,3 +344,21 @@ def test_same_seed_same_verdict(cell, variant):
 
     assert verdict(12345) == verdict(12345)
     assert _verdict(cell, variant) == _verdict(cell, variant)
+
+
+def test_swap_residual_rebuilds_the_statement_and_refuses_a_positional_attention():
+    """Its own residual is zero (from the solution), but the function it came from must
+    also be equivariant on 3 symbolic tokens: one that adds each row's position is not."""
+    ns = _namespace()
+    solution = ns["symbolic_self_attention"]
+    residual = solution(ns["P2"] * ns["X_sym"], ns["W_q_sym"], ns["W_k_sym"], ns["W_v_sym"])[0] \
+        - ns["P2"] * solution(ns["X_sym"], ns["W_q_sym"], ns["W_k_sym"], ns["W_v_sym"])[0]
+
+    def positional(X, W_q, W_k, W_v):
+        out, weights = solution(X, W_q, W_k, W_v)
+        return out + sp.Matrix(out.rows, out.cols, lambda i, j: i * X[i, j]), weights
+    run_check("q3.symbolic_swap_residual", symbolic_swap_residual=residual,
+              symbolic_self_attention=solution)
+    with pytest.raises(CheckFailed, match="输出不只是换了顺序"):
+        run_check("q3.symbolic_swap_residual", symbolic_swap_residual=residual,
+                  symbolic_self_attention=positional)
