@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -190,6 +191,9 @@ def serve(key: str) -> int:
         return 1
     if lock is None:
         return 0
+    # a plain ``kill`` (logout, a session manager) ends it as an idle timeout would:
+    # socket, zygote and the zygote's folder removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         return _serve_locked(key)
     finally:
@@ -210,6 +214,7 @@ def _serve_locked(key: str) -> int:
         log.error("cannot bind %s: %s", path, err)
         return 1
     server.listen()
+    log.info("serving %s for package %s", path, key)
     zygote = Zygote(figures=False, warm=True, tokenizer=True)
     try:
         for a in ASSIGNMENTS:

@@ -116,3 +116,12 @@ def test_the_readme_says_where_the_daemon_lives_and_how_long_it_waits(runtime):
     where = checkd.socket_path().parent
     assert where.parent == runtime[0] and where.name.startswith("attention-autograder-")
     assert text.count("$XDG_RUNTIME_DIR/attention-autograder-<uid>/") == 2
+
+
+def test_a_terminated_daemon_cleans_up_as_an_idle_one_does(runtime):
+    daemon = _daemon(runtime)
+    _until(lambda: checkd.ping() == daemon.pid)
+    daemon.terminate()
+    assert daemon.wait(timeout=30) == 0, _logs(runtime)
+    assert not checkd.socket_path().exists()
+    assert f"checkd[{daemon.pid}] serving" in _logs(runtime)  # it logs, to its log file
