@@ -71,6 +71,18 @@ def test_answer_keys_ran_cleanly_and_their_plots_have_every_glyph():
                     (a, out.get("text"))
 
 
+_AUTO_LAYOUT = re.compile(r"constrained|tight_layout\(|bbox_inches\s*=\s*[\"']tight")
+
+
+def test_figure_cells_lay_out_with_fixed_margins():
+    """Each graded submission draws the notebook's figures again; an automatic layout
+    measures every label once more first (docs/AUTHORING.md)."""
+    for a, nb in _committed("solutions"):
+        for cell in nb.cells:
+            if cell.cell_type == "code" and "plt." in cell.source:
+                assert not _AUTO_LAYOUT.search(cell.source), (a, cell.source[:200])
+
+
 def test_student_editions_open_with_how_to_answer_and_self_check():
     for view in ("release", "exercises"):
         for a, nb in _committed(view):
