@@ -107,9 +107,9 @@ def ask(notebook: Path, assignment: str | None, timeout: float) -> list | None:
     return [Outcome(**o) for o in answer["outcomes"]]
 
 
-def ping(timeout: float = 2.0) -> int | None:
-    """The PID of the daemon serving this package, or ``None``."""
-    answer = _exchange({"key": package_key(), "ping": True}, timeout=timeout)
+def ping(key: str | None = None, timeout: float = 2.0) -> int | None:
+    """The PID of the daemon serving package ``key`` (this one by default), or ``None``."""
+    answer = _exchange({"key": key or package_key(), "ping": True}, timeout=timeout)
     return answer.get("pid") if answer and answer.get("pong") else None
 
 
@@ -170,10 +170,10 @@ def _lock(key: str) -> int | None:
             return fd
         except BlockingIOError:
             pass
-        answer = _exchange({"key": key, "ping": True}, timeout=2.0)
-        if (answer and answer.get("pong")) or time.monotonic() > deadline:
+        holder = ping(key)
+        if holder or time.monotonic() > deadline:
             log.info("another daemon holds the lock (%s): leaving",
-                     f"PID {answer['pid']}" if answer and answer.get("pong") else "no answer")
+                     f"PID {holder}" if holder else "no answer")
             os.close(fd)
             return None
         time.sleep(0.1)

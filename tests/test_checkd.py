@@ -79,7 +79,7 @@ def test_a_later_daemon_leaves_the_serving_one_alone(runtime):
 
 def test_an_outdated_daemon_gives_way_to_the_new_package(runtime):
     old = _daemon(runtime, key="0ld-package")
-    _until(lambda: (checkd._exchange({"key": "0ld-package", "ping": True}, 2.0) or {}).get("pid"))
+    _until(lambda: checkd.ping(key="0ld-package") == old.pid)
     new = _daemon(runtime)
     assert old.wait(timeout=30) == 0, _logs(runtime)
     assert _until(checkd.ping) == new.pid
