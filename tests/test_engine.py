@@ -197,19 +197,27 @@ def test_the_child_has_no_network_and_no_privileges(zygote):
         child.close()
 
 
-def test_without_namespaces_a_child_s_home_goes_when_it_does():
+def test_without_namespaces_a_child_s_home_goes_when_it_does(tmp_path):
     """Without namespaces a submission's home is a real folder under the temporary one:
     it is removed once the child and its processes are gone, even a folder the student
-    took every permission from (one leaked folder per graded notebook before)."""
+    took every permission from (one leaked folder per graded notebook before), and a
+    link out of it leads the removal nowhere."""
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "sub" / "kept.txt").write_text("kept")
+    outside.chmod(0o755)
     plain = Zygote(figures=False, warm=False, tokenizer=False, isolate=False)
     try:
         child = plain.spawn(SandboxLimits())
         home = _printed(child, "import os\nos.makedirs('locked/inner')\n"
                         "open('locked/inner/data.txt', 'w').write('x')\n"
+                        f"os.symlink({str(outside)!r}, 'locked/inner/out')\n"
                         "os.chmod('locked/inner', 0)\nos.chmod('locked', 0)\nprint(os.getcwd())").strip()
         assert Path(home).name.startswith("autograder-student-") and Path(home).is_dir()
         child.close()
         assert not Path(home).exists()
+        assert (outside / "sub" / "kept.txt").read_text() == "kept"
+        assert oct(outside.stat().st_mode & 0o777) == oct(0o755)
     finally:
         plain.close()
 

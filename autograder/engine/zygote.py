@@ -197,8 +197,12 @@ def _remove_home(home: str) -> None:
     """Remove a submission's home; a student may have left folders without permissions."""
     for folder, subfolders, _files in os.walk(home):
         for name in subfolders:
-            with contextlib.suppress(OSError):
-                os.chmod(os.path.join(folder, name), 0o700, follow_symlinks=False)
+            path = os.path.join(folder, name)
+            # a link to a folder is listed too: never follow it out of the home (Linux has
+            # no chmod of a link itself; the student's processes are gone, so none swaps it)
+            if not os.path.islink(path):
+                with contextlib.suppress(OSError):
+                    os.chmod(path, 0o700)
     shutil.rmtree(home, onerror=lambda _f, path, exc: _log(f"could not remove {path} ({exc[1]})"))
 
 
