@@ -6,12 +6,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GradeSettings", "DEFAULTS", "PRACTICE_SALT"]
+__all__ = ["GradeSettings", "DEFAULTS", "PRACTICE_SALT", "EXTENSION_MODES", "DEFAULT_EXTENSIONS"]
 
 #: The salt of practice runs (``autograder check``, the exercises edition, plain
 #: ``nbgrader autograde`` without ``AUTOGRADER_SALT``): public, so never used to grade
 #: a class with ``autograder grade``, which reads a secret salt (:mod:`autograder.salt`).
 PRACTICE_SALT = "lecture9-self-attention/practice"
+
+#: What the release does with a notebook's 拓展 (extension) sections: ``graded`` (their
+#: grade cells count, reported apart from the core), ``practice`` (in the release, not
+#: scored: ungraded practice with the same checks) or ``omit`` (left out of the release).
+EXTENSION_MODES = ("graded", "practice", "omit")
+DEFAULT_EXTENSIONS = "practice"
 
 
 @dataclass(frozen=True)
