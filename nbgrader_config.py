@@ -8,13 +8,19 @@ courses they build), so every command works from any folder of the repository.
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import GetGrades
 
-from autograder.engine.settings import DEFAULTS
+from autograder.engine.settings import DEFAULT_EXTENSIONS, DEFAULTS
 from autograder.feedback import HideHiddenTests
 
 c = get_config()  # noqa: F821 - injected by traitlets when nbgrader loads this file
 
 c.CourseDirectory.course_id = "llm-lecture9-self-attention"
 c.CourseDirectory.assignment_id = ""
+
+# The 拓展 (extension) sections of every notebook: "practice" (in the release, checked by
+# `autograder check` and reported in the feedback, never scored; the default), "graded"
+# (scored, reported apart from the core) or "omit" (left out). Run `autograder build` after
+# changing it; `autograder build --extensions MODE` overrides it for one build.
+c.Autograder.extensions = DEFAULT_EXTENSIONS
 
 # Students see Chinese stubs where the solutions were.
 c.ClearSolutions.code_stub = {"python": "# 在这里写你的代码\nraise NotImplementedError()"}

@@ -39,6 +39,7 @@ from nbformat import NotebookNode
 from . import notebooks as nbs
 from .course import ASSIGNMENTS, CourseError, find_root, new_course, source_notebook
 from .engine.hidden import CheckCall, check_calls
+from .parts import check_mode, configured_mode
 
 __all__ = ["VIEWS", "present_assignments", "self_check_source", "build",
            "check", "normalise", "solution_notebook", "exercise_notebook"]
@@ -165,6 +166,11 @@ def _folded(answer: str, grade_id: str) -> NotebookNode:
     return cell
 
 
+def _answer_for(cell: NotebookNode) -> str | None:
+    """The written answer a practice extension's plain answer cell stands for."""
+    return cell.get("metadata", {}).get("autograder", {}).get("answer_for")
+
+
 def exercise_notebook(release_nb: NotebookNode, source_nb: NotebookNode,
                       assignment: str) -> NotebookNode:
     """The release notebook with a self-check cell after each autograded test cell and
@@ -181,7 +187,8 @@ def exercise_notebook(release_nb: NotebookNode, source_nb: NotebookNode,
             extra.id = f"selfcheck-{gid}"[:64]
             extra.metadata["tags"] = ["self-check"]
             cells.append(extra)
-        elif cell.cell_type == "markdown" and gid in answers:
+        elif cell.cell_type == "markdown" and (gid or _answer_for(cell)) in answers:
+            gid = gid or _answer_for(cell)
             cells.append(_folded(answers[gid], gid))
     nb.cells = cells
     _mark_generated(nb, "exercises", assignment)
@@ -217,9 +224,10 @@ def _execute(nb: NotebookNode, cwd: Path, timeout: float) -> None:
 
 
 def _generate(root: Path, workdir: Path, assignments: list[str], progress: Progress | None,
-              timeout: float, execute: bool = True) -> dict[Path, NotebookNode | str]:
+              timeout: float, mode: str, execute: bool = True) -> dict[Path, NotebookNode | str]:
     """Relative path -> generated notebook (``<view>/<a>/<a>.ipynb``) or manifest text
-    (``autograder/manifests/<a>.json``)."""
+    (``autograder/manifests/<a>.json``); ``mode`` is what the release does with the
+    notebooks' 拓展 sections (:mod:`autograder.parts`)."""
     say = progress or (lambda _msg: None)
     sources = {}
     for a in assignments:
@@ -229,14 +237,15 @@ def _generate(root: Path, workdir: Path, assignments: list[str], progress: Progr
             raise CourseError(f"source notebook {source_notebook(root, a)} is not a valid "
                               f"notebook ({type(err).__name__}); restore it from git") from None
     say(f"nbgrader generate_assignment {' '.join(assignments)}")
-    course = new_course(workdir / "course", root, assignments)
+    course = new_course(workdir / "course", root, assignments, extensions=mode)
     files: dict[Path, NotebookNode | str] = {}
     for a in assignments:
         rel = Path(a) / f"{a}.ipynb"
         release = nbs.read(course / "release" / rel)
         files[Path("release") / rel] = release_notebook(release, a)
         files[Path("exercises") / rel] = exercise_notebook(release, sources[a], a)
-        files[MANIFESTS / f"{a}.json"] = manifest_text(a, sources[a], release, course)
+        files[MANIFESTS / f"{a}.json"] = manifest_text(a, sources[a], release, course,
+                                                       mode=mode)
         key = solution_notebook(sources[a], a)
         if execute:
             say(f"executing solutions/{a}")
@@ -269,7 +278,7 @@ def _gradebook_rows(course: Path, assignment: str) -> dict:
 
 
 def manifest_text(assignment: str, source_nb: NotebookNode, release_nb: NotebookNode,
-                  course: Path) -> str:
+                  course: Path, *, mode: str) -> str:
     """The JSON manifest of one assignment (see :mod:`autograder.engine.manifest`)."""
     import hashlib
 
@@ -294,7 +303,7 @@ def manifest_text(assignment: str, source_nb: NotebookNode, release_nb: Notebook
                             .encode()).hexdigest()
     data = build_manifest(assignment=assignment, source_nb=source_nb, release_nb=release_nb,
                           gradebook_rows=_gradebook_rows(course, assignment), digest=digest,
-                          titles=titles)
+                          titles=titles, mode=mode)
     return json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
 
 
@@ -343,27 +352,30 @@ def _stage(content: NotebookNode | str, tmp: Path) -> None:
         nbs.write(content, tmp)
 
 
-def _start(root: Path | None) -> tuple[Path, list[str], Path]:
-    """The course root, its assignments with a source notebook, and a scratch folder
-    (inside the root, so finished files can be moved into place atomically)."""
+def _start(root: Path | None, extensions: str | None) -> tuple[Path, list[str], str, Path]:
+    """The course root, its assignments with a source notebook, the extension mode
+    (``extensions``, else the course's configured one) and a scratch folder (inside the
+    root, so finished files can be moved into place atomically)."""
     root = find_root(root)
+    mode = check_mode(extensions) if extensions else configured_mode(root)
     assignments = present_assignments(root)
     if not assignments:
         raise CourseError(f"no source notebooks under {root / 'source'}: "
                           "add source/<assignment>/<assignment>.ipynb first")
-    return root, assignments, Path(tempfile.mkdtemp(prefix=".autograder-build-", dir=root))
+    return root, assignments, mode, Path(tempfile.mkdtemp(prefix=".autograder-build-", dir=root))
 
 
 def build(*, root: Path | None = None, progress: Progress | None = None,
-          timeout: float = 120) -> list[Path]:
+          timeout: float = 120, extensions: str | None = None) -> list[Path]:
     """Regenerate the views and manifests of every assignment with a source notebook.
 
     Returns the view files written (relative to the root); unchanged files are kept
-    as they are, so executed outputs do not churn.
+    as they are, so executed outputs do not churn. ``extensions`` overrides the course's
+    configured extension mode for this build.
     """
-    root, assignments, scratch = _start(root)
+    root, assignments, mode, scratch = _start(root, extensions)
     try:
-        files = _generate(root, scratch, assignments, progress, timeout)
+        files = _generate(root, scratch, assignments, progress, timeout, mode)
         staged = []
         for rel, content in files.items():
             target = root / rel
@@ -382,12 +394,12 @@ def build(*, root: Path | None = None, progress: Progress | None = None,
 
 
 def check(*, root: Path | None = None, progress: Progress | None = None,
-          timeout: float = 120) -> list[Path]:
+          timeout: float = 120, extensions: str | None = None) -> list[Path]:
     """The committed views and manifests that differ from a fresh build (empty: all current)."""
-    root, assignments, scratch = _start(root)
+    root, assignments, mode, scratch = _start(root, extensions)
     try:
         # outputs are not compared, so the answer keys need not run here
-        files = _generate(root, scratch, assignments, progress, timeout, execute=False)
+        files = _generate(root, scratch, assignments, progress, timeout, mode, execute=False)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return [rel for rel, content in files.items() if not _current(root / rel, content)]

@@ -18,7 +18,7 @@ import click  # noqa: E402
 
 from . import __version__  # noqa: E402
 from .course import CourseError  # noqa: E402
-from .engine.settings import DEFAULTS  # noqa: E402
+from .engine.settings import DEFAULT_EXTENSIONS, DEFAULTS, EXTENSION_MODES  # noqa: E402
 
 
 class _Group(click.Group):
@@ -71,7 +71,11 @@ def _spinner(console):
               help="Regenerate into a temporary folder and fail if the committed views differ.")
 @click.option("--timeout", type=float, default=120, show_default=True,
               help="Seconds per cell when executing the answer keys.")
-def build_cmd(check_only: bool, timeout: float) -> None:
+@click.option("--extensions", type=click.Choice(EXTENSION_MODES), default=None,
+              help="What the release does with the 拓展 sections (default: "
+                   "c.Autograder.extensions in nbgrader_config.py, else "
+                   f"{DEFAULT_EXTENSIONS}).")
+def build_cmd(check_only: bool, timeout: float, extensions: str | None) -> None:
     """Regenerate release/, solutions/ and exercises/ from source/.
 
     release/ comes from nbgrader generate_assignment, solutions/ are the executed answer
@@ -84,9 +88,9 @@ def build_cmd(check_only: bool, timeout: float) -> None:
         task = bar.add_task("building views", total=None)
         step = lambda msg: bar.update(task, description=f"building views: {msg}")  # noqa: E731
         if check_only:
-            stale = b.check(progress=step, timeout=timeout)
+            stale = b.check(progress=step, timeout=timeout, extensions=extensions)
         else:
-            written = b.build(progress=step, timeout=timeout)
+            written = b.build(progress=step, timeout=timeout, extensions=extensions)
     if check_only:
         if stale:
             for rel in stale:

@@ -67,16 +67,27 @@ def nbgrader(args: list[str], cwd: Path, *, timeout: float | None = None,
                           capture_output=True, text=True, timeout=timeout)
 
 
-def new_course(folder: Path, root: Path, assignments: list[str] | tuple[str, ...]) -> Path:
-    """A fresh nbgrader course in ``folder`` with ``assignments`` generated from ``root``."""
+def new_course(folder: Path, root: Path, assignments: list[str] | tuple[str, ...], *,
+               extensions: str | None = None) -> Path:
+    """A fresh nbgrader course in ``folder`` with ``assignments`` generated from ``root``;
+    their 拓展 sections as ``extensions`` says (default: the course's configured mode,
+    see :mod:`autograder.parts`)."""
+    from . import notebooks as nbs
+    from .parts import configured_mode, for_release, sections
+
+    mode = extensions or configured_mode(root)
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(root / "nbgrader_config.py", folder / "nbgrader_config.py")
     for assignment in assignments:
         src = source_notebook(root, assignment)
         if not src.is_file():
             raise CourseError(f"missing source notebook {src}: restore it from git")
-        shutil.copytree(src.parent, folder / "source" / assignment, dirs_exist_ok=True,
+        target = folder / "source" / assignment
+        shutil.copytree(src.parent, target, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        nb = nbs.read(src)
+        sections(nb, str(src.relative_to(root)))
+        nbs.write(for_release(nb, mode), target / src.name)
         done = nbgrader(["generate_assignment", assignment, "--force"], folder)
         if done.returncode != 0:
             raise CourseError(f"nbgrader generate_assignment {assignment} failed: "

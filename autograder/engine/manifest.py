@@ -20,11 +20,11 @@ from pathlib import Path
 from ..notebooks import HIDDEN_BEGIN, HIDDEN_END, strip_region
 from .hidden import CheckCall, check_calls
 
-__all__ = ["CellSpec", "Manifest", "ManifestError", "MANIFEST_DIR", "build_manifest", "load",
+__all__ = ["CellSpec", "Part", "Manifest", "ManifestError", "MANIFEST_DIR", "build_manifest", "load",
            "manifest_path", "release_notebook"]
 
 MANIFEST_DIR = Path(__file__).resolve().parent.parent / "manifests"
-FORMAT = 1
+FORMAT = 2
 
 
 class ManifestError(Exception):
@@ -72,6 +72,22 @@ class CellSpec:
         return bool(self.nbgrader.get("locked"))
 
     @property
+    def part(self) -> str:
+        """``core`` or the id of the 拓展 section the cell belongs to."""
+        part = self.metadata.get("autograder", {}).get("part", "core")
+        return part if isinstance(part, str) else "core"
+
+    @property
+    def is_practice(self) -> bool:
+        """A test cell of a practice extension: its checks run and are reported, never scored."""
+        return self.cell_type == "code" and bool(self.checks) and not self.nbgrader.get("grade")
+
+    @property
+    def practice_points(self) -> float:
+        """What the cell would be worth were its extension graded."""
+        return float(self.metadata.get("autograder", {}).get("points", 0.0) or 0.0)
+
+    @property
     def visible(self) -> str:
         """What runs in the child: the cell without its hidden regions."""
         return strip_region(self.source, HIDDEN_BEGIN, HIDDEN_END)
@@ -86,12 +102,28 @@ class CellSpec:
 
 
 @dataclass(frozen=True)
+class Part:
+    """A 拓展 section of the release: id, Chinese title, estimated minutes."""
+
+    id: str
+    title: str
+    minutes: int
+
+
+@dataclass(frozen=True)
 class Manifest:
     assignment: str
     cells: tuple[CellSpec, ...]
     gradebook: dict
     notebook_metadata: dict
     digest: str
+    #: What the release does with its 拓展 sections (see :mod:`autograder.parts`).
+    extensions: str = "graded"
+    parts: tuple[Part, ...] = ()
+
+    @property
+    def practice(self) -> list[CellSpec]:
+        return [c for c in self.cells if c.is_practice]
 
     @property
     def graded(self) -> list[CellSpec]:
@@ -110,13 +142,16 @@ class Manifest:
 
 
 def build_manifest(*, assignment: str, source_nb, release_nb, gradebook_rows: dict,
-                   digest: str, titles: dict[str, str]) -> dict:
+                   digest: str, titles: dict[str, str], mode: str) -> dict:
     """The manifest (JSON-ready) of one assignment.
 
     ``release_nb`` is nbgrader's release; ``gradebook_rows`` the rows nbgrader saved
     (``source_cells`` by name give the kept text of every nbgrader cell); ``titles``
-    maps check names to their Chinese titles.
+    maps check names to their Chinese titles; ``mode`` is the extension mode the release
+    was made with.
     """
+    from ..parts import sections
+
     kept = {row["name"]: row["source"] for row in gradebook_rows["source_cells"]}
     source_ids = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id"): c
                   for c in source_nb.cells}
@@ -130,9 +165,11 @@ def build_manifest(*, assignment: str, source_nb, release_nb, gradebook_rows: di
                       "metadata": meta, "release": cell.source, "source": source,
                       "checks": [c.as_dict() for c in calls],
                       "titles": [titles[c.name] for c in calls]})
+    parts = [{"id": e.id, "title": e.title, "minutes": e.minutes}
+             for e in sections(release_nb, f"release of {assignment}")]
     return {"format": FORMAT, "assignment": assignment, "digest": digest,
             "notebook_metadata": json.loads(json.dumps(dict(release_nb.metadata))),
-            "gradebook": gradebook_rows, "cells": cells}
+            "gradebook": gradebook_rows, "cells": cells, "extensions": mode, "parts": parts}
 
 
 def release_notebook(manifest: Manifest):
@@ -164,8 +201,9 @@ def parse(data: dict) -> Manifest:
     cells = tuple(CellSpec(c["index"], c.get("id"), c["cell_type"], c["metadata"], c["release"],
                            c["source"], tuple(CheckCall(k["name"], k["values"]) for k in c["checks"]),
                            tuple(c["titles"])) for c in data["cells"])
+    parts = tuple(Part(p["id"], p["title"], int(p["minutes"])) for p in data["parts"])
     return Manifest(data["assignment"], cells, data["gradebook"], data["notebook_metadata"],
-                    data["digest"])
+                    data["digest"], data["extensions"], parts)
 
 
 @cache

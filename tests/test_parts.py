@@ -1,0 +1,98 @@
+"""Core and extensions: the cell convention, and what each mode makes of a release."""
+
+from __future__ import annotations
+
+import copy
+
+import nbformat
+import pytest
+from pipeline_helpers import ROOT, A, mini_repo, read_nb
+
+from autograder import notebooks as nbs
+from autograder.course import CourseError, new_course
+from autograder.engine.hidden import check_calls
+from autograder.parts import ANSWER_STUB, CORE, for_release, part_of, sections
+
+EXT = "ext-demo"
+
+
+def _mark(cell, **extra):
+    cell.metadata["autograder"] = {"part": EXT, **extra}
+    return cell
+
+
+def _with_extension(nb):
+    """``nb`` plus one extension at its end: a heading, a copy of its first test cell
+    (a graded cell whose hidden region calls a real check) and a written answer."""
+    nb = copy.deepcopy(nb)
+    first_test = next(c for c in nb.cells if c.cell_type == "code"
+                      and c.metadata.get("nbgrader", {}).get("grade") and check_calls(c.source))
+    test = nbs.tests("test_ext_demo", 2, first_test.source)
+    written = nbs.written("written_ext_demo", 3, "**参考答案**\n\n拓展的参考答案。")
+    heading = nbs.md("## 拓展 A：示例（选做，约 10 分钟）", "md_ext_demo")
+    nb.cells += [_mark(heading, title="示例", minutes=10), _mark(test), _mark(written)]
+    return nb
+
+
+@pytest.fixture(scope="module")
+def source():
+    return _with_extension(read_nb(ROOT / "source" / A / f"{A}.ipynb"))
+
+
+def test_sections_reads_the_extension_and_every_cell_knows_its_part(source):
+    assert [(e.id, e.title, e.minutes) for e in sections(source, "demo")] == [(EXT, "示例", 10)]
+    assert [part_of(c) for c in source.cells[-3:]] == [EXT] * 3
+    assert part_of(source.cells[0]) == CORE
+
+
+@pytest.mark.parametrize("breakage, message", [
+    (lambda nb: nb.cells.append(nbs.md("core again")), "core cell after extension"),
+    (lambda nb: nb.cells[-1].metadata["autograder"].update(part="Ext_Bad"), "is not 'core'"),
+    (lambda nb: nb.cells[-3].metadata["autograder"].pop("minutes"), "title and whole minutes"),
+    (lambda nb: nb.cells.insert(-1, _mark(nbs.md("x"), part="ext-other", title="o", minutes=1)),
+     "split in two"),
+])
+def test_a_broken_layout_is_one_line_naming_the_cell(source, breakage, message):
+    nb = copy.deepcopy(source)
+    breakage(nb)
+    with pytest.raises(CourseError, match=message) as err:
+        sections(nb, "source/demo.ipynb")
+    assert "source/demo.ipynb, cell" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_graded_keeps_everything_and_omit_drops_the_extension(source):
+    assert for_release(source, "graded").cells == source.cells
+    omitted = for_release(source, "omit")
+    assert len(omitted.cells) == len(source.cells) - 3
+    assert all(part_of(c) == CORE for c in omitted.cells)
+    with pytest.raises(CourseError, match="unknown extension mode"):
+        for_release(source, "sometimes")
+
+
+def test_practice_turns_graded_cells_into_ungraded_ones(source):
+    practice = for_release(source, "practice")
+    heading, test, written = practice.cells[-3:]
+    assert test.metadata.nbgrader["grade"] is False and test.metadata.nbgrader["locked"]
+    assert "points" not in test.metadata.nbgrader and test.metadata.autograder["points"] == 2
+    assert nbs.HIDDEN_BEGIN not in test.source
+    assert "nbgrader" not in written.metadata and written.source == ANSWER_STUB
+    assert written.metadata.autograder["answer_for"] == "written_ext_demo"
+    assert source.cells[-2].metadata.nbgrader["grade"] is True  # the source is untouched
+
+
+def test_real_nbgrader_releases_a_practice_extension(tmp_path, source):
+    """nbgrader generate_assignment accepts the rewritten notebook (it refuses hidden tests
+    in a cell that is not graded, and a written answer that is not): the extension's test
+    cell is released read-only, and none of its cells is a grade cell of the gradebook."""
+    from nbgrader.api import Gradebook
+
+    root = mini_repo(tmp_path / "repo")
+    nbformat.write(source, str(root / "source" / A / f"{A}.ipynb"))
+    course = new_course(tmp_path / "course", root, [A], extensions="practice")
+    release = read_nb(course / "release" / A / f"{A}.ipynb")
+    test = next(c for c in release.cells if nbs.grade_id(c) == "test_ext_demo")
+    assert test.metadata.nbgrader["locked"] and nbs.HIDDEN_BEGIN not in test.source
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        graded = {c.name for c in gb.find_notebook(A, A).grade_cells}
+    assert not {"test_ext_demo", "written_ext_demo"} & graded
+    assert graded  # the core's grade cells are all still there
