@@ -28,8 +28,8 @@ class GradeSettings:
     ``isolate``: Linux namespaces where the kernel allows them (turn off only where the
     grading machine is itself a per-submission container, e.g. Gradescope's);
     ``output_mb``: output one notebook keeps, all cells together (the host counts it and
-    accepts no larger answer from the child; the rest is replaced by a notice). A
-    notebook of this course answered in full, figures included, keeps well under 1 MB."""
+    accepts no larger answer from the child; the rest is replaced by a notice). The
+    answer keys' outputs, figures included, are a small fraction of it."""
 
     timeout: float = 300.0
     cell_timeout: float = 60.0
