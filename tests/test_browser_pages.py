@@ -145,9 +145,29 @@ def _bare_copy(folder: Path, to: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def formgraders(course, tmp_path_factory):
+def nbgrader_feedback(course):
+    """nbgrader's own ``generate_feedback`` of the notebook that kept the hostile outputs,
+    started here so that it runs while the formgrader servers start."""
+    run = subprocess.Popen([sys.executable, "-m", "nbgrader", "generate_feedback",
+                            "--assignment", A, "--student", "honest", "--force"],
+                           cwd=course.folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+
+    def page() -> Path:
+        log, _ = run.communicate(timeout=300)
+        assert run.returncode == 0, log[-3000:]
+        return course.folder / "feedback" / "honest" / A / f"{A}.html"
+
+    yield page
+    if run.poll() is None:
+        run.kill()
+        run.wait()
+
+
+@pytest.fixture(scope="module")
+def formgraders(course, nbgrader_feedback, tmp_path_factory):
     """formgrader on the course as it is, and on a copy without its sanitising (started
-    side by side)."""
+    side by side, while nbgrader's feedback is generated)."""
     bare = _bare_copy(course.folder, tmp_path_factory.mktemp("unprotected") / "course")
     servers = {name: Formgrader(folder, tmp_path_factory.mktemp(f"jupyter-{name}"))
                for name, folder in (("protected", course.folder), ("bare", bare))}
@@ -197,20 +217,12 @@ def test_formgrader_without_the_course_s_sanitising_runs_them(formgraders, tmp_p
 # ------------------------------------------------------------------ generate_feedback
 
 
-def _generate_feedback(folder: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", "--assignment", A,
-                    "--student", "honest", "--force"], cwd=folder, check=True,
-                   capture_output=True, timeout=300)
-    return folder / "feedback" / "honest" / A / f"{A}.html"
-
-
 @needs_chromium
-def test_nbgrader_generate_feedback_sanitises_too(course, tmp_path):
+def test_nbgrader_generate_feedback_sanitises_too(nbgrader_feedback, tmp_path):
     """nbgrader's own feedback of the notebook that kept the hostile outputs. (Without
     the course's sanitising, its scripts run there too, as in formgrader: shown by hand,
     as a second nbgrader run would add 6 s; see docs/security.md.)"""
-    page = _generate_feedback(course.folder)
-    dom = chromium(page.as_uri(), profile=tmp_path / "profile")
+    dom = chromium(nbgrader_feedback().as_uri(), profile=tmp_path / "profile")
     assert "Q、K 决定权重" in dom and fired(dom) == set() and script_links(dom) == []
 
 
