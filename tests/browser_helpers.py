@@ -109,6 +109,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+#: The server extensions an installed environment enables, all off but formgrader (the
+#: others only cost start-up time: JupyterLab's import alone takes seconds).
+_EXTENSIONS = ("jupyterlab", "notebook", "notebook_shim", "jupyter_lsp",
+               "jupyter_server_terminals", "nbgrader.server_extensions.assignment_list",
+               "nbgrader.server_extensions.course_list",
+               "nbgrader.server_extensions.validate_assignment")
+
+
 class Formgrader:
     """``jupyter server`` with nbgrader's formgrader on ``course`` (its working folder, as
     an instructor starts it), token auth, a free loopback port, its own Jupyter folders."""
@@ -123,14 +131,18 @@ class Formgrader:
             [sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
              f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
              f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={course}",
-             "--ServerApp.allow_root=True"],
+             "--ServerApp.allow_root=True",
+             "--ServerApp.jpserver_extensions="
+             + repr({**dict.fromkeys(_EXTENSIONS, False),
+                     "nbgrader.server_extensions.formgrader": True})],
             cwd=course, env=env, stdin=subprocess.DEVNULL, stdout=self.log,
             stderr=subprocess.STDOUT)
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}?token={self.token}"
 
-    def wait(self, seconds: float = 90.0) -> None:
+    def wait(self, seconds: float = 300.0) -> None:
+        """Until it answers (it starts in seconds; far longer on a machine under load)."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, self.read_log()

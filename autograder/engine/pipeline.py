@@ -360,7 +360,8 @@ class Execute:
         started = time.monotonic()
         try:
             reply = child.run(spec.visible if test else cell.source,
-                              seconds=min(job.settings.cell_timeout, left), output_bytes=budget.left)
+                              seconds=min(job.settings.cell_timeout, left),
+                              output_bytes=budget.left)
         except ChildGone as err:
             job.note(f"运行到第 {job.nb.cells.index(cell) + 1} 个单元格时进程终止：{err}",
                      f"the child died in cell {job.nb.cells.index(cell) + 1}: {err.reason}")
@@ -368,7 +369,8 @@ class Execute:
                 job.cells[spec.grade_id].messages.append(str(err))
             return
         spent = budget.exhausted
-        cell.outputs = budget.take(clean_outputs(reply.get("outputs")), cut=reply.get("cut") is True)
+        cell.outputs = budget.take(clean_outputs(reply.get("outputs")),
+                                   cut=reply.get("cut") is True)
         if budget.exhausted and not spent:
             mb = job.settings.output_mb
             job.note(f"输出超过 {mb} MB 的上限，其后的输出已省略",
