@@ -30,7 +30,8 @@ from autograder.samples import mistakes
 A = "q1_value_scaling"
 BROWSER = (shutil.which("chromium") or shutil.which("chromium-browser")
            or shutil.which("google-chrome"))
-#: The course config's block that makes nbgrader's pages sanitise (cut for the control).
+#: The first line of the course config's block that makes nbgrader's pages sanitise (its
+#: last sets ``c.HTMLExporter.filters``): cut out for the control.
 PROTECTION = "# Nothing a student wrote runs in the browser"
 
 

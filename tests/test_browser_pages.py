@@ -139,8 +139,9 @@ def _bare_copy(folder: Path, to: Path) -> Path:
     """A copy of the course whose ``nbgrader_config.py`` lacks its sanitising block."""
     shutil.copytree(folder, to)
     config = (to / "nbgrader_config.py").read_text(encoding="utf-8")
-    assert PROTECTION in config
-    (to / "nbgrader_config.py").write_text(config.split(PROTECTION)[0], encoding="utf-8")
+    start = config.index(PROTECTION)
+    end = config.index("\n", config.index("c.HTMLExporter.filters", start)) + 1
+    (to / "nbgrader_config.py").write_text(config[:start] + config[end:], encoding="utf-8")
     return to
 
 
