@@ -9,7 +9,7 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import GetGrades
 
 from autograder.engine.settings import DEFAULT_EXTENSIONS, DEFAULTS
-from autograder.feedback import HideHiddenTests
+from autograder.feedback import BrowserSafe, HideHiddenTests, markdown2html
 
 c = get_config()  # noqa: F821 - injected by traitlets when nbgrader loads this file
 
@@ -40,3 +40,13 @@ c.OverwriteCells.add_missing_cells = True
 
 # Feedback must not show the hidden tests.
 c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+
+# Nothing a student wrote runs in the browser of whoever opens a rendered notebook: the
+# instructor in formgrader (with the token of a server that can read and write the whole
+# course), the student in nbgrader's own feedback. Every HTML page nbgrader renders keeps
+# safe outputs only (BrowserSafe runs before GenerateFeedback's own preprocessors),
+# leaves out nbconvert's scripts for JavaScript and widget outputs, and sanitises
+# Markdown (written answers) with nh3.
+c.HTMLExporter.preprocessors = [BrowserSafe]
+c.HTMLExporter.sanitize_html = True
+c.HTMLExporter.filters = {"markdown2html": markdown2html}

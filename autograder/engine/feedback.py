@@ -3,8 +3,11 @@
 One self-contained HTML file: a summary table (✅/❌ and the check's Chinese title per
 graded cell, points), then the notebook with each graded cell's verdict in a wrapped,
 highlighted box above its code. Math renders offline as MathML (no CDN), hidden test
-regions are never shown, and the student's own HTML outputs are shown as text, never
-as markup. Verdicts come from :class:`~.pipeline.CellResult`, not from outputs.
+regions are never shown. Whatever the student wrote reaches the page as text or through
+:func:`~.sanitize.safe_html` (written answers' Markdown and raw HTML, LaTeX as MathML,
+``text/markdown`` outputs); the only other outputs shown are text and the PNG/JPEG
+pictures :mod:`.outputs` validated. Verdicts come from :class:`~.pipeline.CellResult`,
+not from outputs.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import html
 import re
 
 from ..notebooks import HIDDEN_BEGIN, HIDDEN_END, strip_region
+from .sanitize import safe_html
 
 __all__ = ["render_feedback", "markdown_html", "warm", "ICONS", "STATUS_WORDS"]
 
@@ -50,10 +54,11 @@ math[display=block]{display:block;margin:.6em 0;max-width:100%}
 
 
 def _latex(tex: str, display: bool) -> str:
+    """MathML, sanitised: latex2mathml copies ``\\text{...}`` into the markup unescaped."""
     from latex2mathml.converter import convert
 
     try:
-        return convert(tex.strip(), display="block" if display else "inline")
+        return safe_html(convert(tex.strip(), display="block" if display else "inline"))
     except Exception:  # an expression the converter does not know: show the source
         return f"<code>{html.escape(tex)}</code>"
 
@@ -68,12 +73,13 @@ def _math(rendered: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def markdown_html(text: str) -> str:
-    """Markdown (student or course text) as HTML: raw HTML escaped, math as MathML.
+    """Markdown (student or course text) as sanitised HTML, math as MathML: raw HTML is
+    kept as Jupyter showed it to the student, less what :func:`.safe_html` removes.
     Cached: a worker renders the same course text for every student."""
     import mistune
 
-    render = mistune.create_markdown(escape=True, plugins=["math", "table", "strikethrough"])
-    return _math(render(text))
+    render = mistune.create_markdown(escape=False, plugins=["math", "table", "strikethrough"])
+    return safe_html(_math(render(text)))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -117,11 +123,15 @@ def _output(out: dict) -> str:
             [f"{out.get('ename')}: {out.get('evalue')}"]
         return f'<div class="out err"><pre>{html.escape(chr(10).join(lines))}</pre></div>'
     data = out.get("data", {})
-    if "image/png" in data:
-        return f'<div class="out"><img alt="figure" src="data:image/png;base64,{data["image/png"]}"></div>'
+    for mime in ("image/png", "image/jpeg"):
+        if mime in data:  # base64 checked by .outputs; escaped all the same
+            return (f'<div class="out"><img alt="figure" '
+                    f'src="data:{mime};base64,{html.escape(data[mime])}"></div>')
     if "text/latex" in data:
         tex = data["text/latex"].strip().strip("$")
         return f'<div class="out">{_latex(tex, True)}</div>'
+    if "text/markdown" in data:
+        return f'<div class="out md">{markdown_html(data["text/markdown"])}</div>'
     if "text/plain" in data:
         return f'<div class="out"><pre>{html.escape(_ANSI.sub("", data["text/plain"]))}</pre></div>'
     return ""

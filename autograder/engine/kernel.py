@@ -6,7 +6,8 @@ Outputs are recorded as nbformat outputs (``stream``, ``display_data``,
 (all answered on one socket, each echoing its ``id``):
 
 - ``files``: write the submission's data files into the home folder;
-- ``run``: run one cell's code, answer its outputs and whether it raised;
+- ``run``: run one cell's code, answer its outputs (within the host's ``output_bytes``,
+  when given: the host reads no larger answer) and whether it raised;
 - ``get``: one variable of the user namespace, as data (a function becomes a handle);
 - ``call``: call a handle with arguments, answer the result or the exception raised;
 - ``bye``: exit.
@@ -316,7 +317,9 @@ def serve(sock, kernel: Kernel) -> None:
         op, blobs = header.get("op"), []
         if op == "run":
             ok, outputs = kernel.run(str(header.get("code", "")))
-            reply = {"ok": ok, "outputs": outputs, "count": kernel.shell.execution_count - 1}
+            outputs, cut = within(outputs, header.get("output_bytes"))
+            reply = {"ok": ok, "outputs": outputs, "count": kernel.shell.execution_count - 1,
+                     "cut": cut}
         elif op == "get":
             reply = kernel.get(header.get("name"), blobs)
         elif op == "call":
@@ -332,6 +335,23 @@ def serve(sock, kernel: Kernel) -> None:
             wire.send(sock, reply, blobs)
         except OSError:
             return
+
+
+def within(outputs: list[dict], room: object) -> tuple[list[dict], bool]:
+    """The first outputs that fit in ``room`` bytes of UTF-8 JSON (as the host counts
+    them, with a little to spare for the fields it adds), and whether any were left out."""
+    if not isinstance(room, int) or isinstance(room, bool):
+        return outputs, False
+    kept, used = [], 0
+    for out in outputs:
+        try:
+            used += len(json.dumps(out, ensure_ascii=False).encode("utf-8")) + 256
+        except (TypeError, ValueError):
+            continue
+        if used > room:
+            return kept, True
+        kept.append(out)
+    return kept, False
 
 
 def _write_files(names: list, blobs: list[bytes]) -> dict:

@@ -11,11 +11,15 @@ step logs what it did. The steps, in order:
 4. :class:`PutBackTests`: deleted test cells are put back where they belong;
 5. :class:`OverwriteLocked`: locked cells get the manifest's text (hidden tests included),
    as ``nbgrader autograde``'s ``OverwriteCells`` does;
-6. :class:`CollectFiles`: data files beside the notebook (no symlinks, bounded);
-7. :class:`Execute`: a sandboxed child runs every code cell in order (test cells without
+6. :class:`ClearSubmittedOutputs`: every output, execution count, attachment and
+   non-nbgrader metadata the submission brought is dropped (a cell that never runs shows
+   nothing, and nothing the student pre-baked reaches a browser);
+7. :class:`CollectFiles`: data files beside the notebook (no symlinks, bounded);
+8. :class:`Execute`: a sandboxed child runs every code cell in order (test cells without
    their hidden regions); after each test cell the host runs its checks on the child's
-   values, seeded by (salt, student, check);
-8. :class:`Score`: a test cell earns its points iff its visible part raised nothing and
+   values, seeded by (salt, student, check); outputs keep safe types only, within one
+   budget per notebook (:class:`~.outputs.OutputBudget`);
+9. :class:`Score`: a test cell earns its points iff its visible part raised nothing and
    every check passed; a broken check leaves it ungraded and flags the row.
 """
 
@@ -36,7 +40,7 @@ from nbformat import NotebookNode
 from .. import bank
 from .errors import ChildGone, Missing, StudentFault
 from .manifest import CellSpec, Manifest
-from .outputs import clean_outputs, verdict_output
+from .outputs import OutputBudget, clean_outputs, verdict_output
 from .proxy import Child, ZygoteLink
 from .sandbox import SandboxLimits
 from .settings import GradeSettings
@@ -263,6 +267,41 @@ class OverwriteLocked:
         job.nb.nbformat, job.nb.nbformat_minor = 4, max(job.nb.get("nbformat_minor", 5), 5)
 
 
+class ClearSubmittedOutputs:
+    """Nothing the submission brought with it is shown as if it had run: outputs and
+    execution counts go (only the child's, from this run, come back), and so do
+    attachments and cell metadata other than :data:`KEPT_METADATA` (HTML renderers read
+    some of it; none of it is the student's answer). Notebook metadata keeps only the
+    kernel, the language and the build's own note (a ``widgets`` entry, for one, makes
+    nbconvert load widget scripts)."""
+
+    name = "clear submitted outputs"
+
+    def __call__(self, job: Job) -> None:
+        cleared = 0
+        for cell in job.nb.cells:
+            if cell.cell_type == "code":
+                cleared += bool(cell.get("outputs")) or cell.get("execution_count") is not None
+                cell.outputs, cell.execution_count = [], None
+            cell.pop("attachments", None)
+            meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+            cell["metadata"] = NotebookNode({k: v for k, v in meta.items()
+                                             if k in KEPT_METADATA and _plain(k, v)})
+        job.nb.metadata = NotebookNode({k: v for k, v in job.nb.get("metadata", {}).items()
+                                        if k in ("kernelspec", "language_info", "autograder")})
+        if cleared:
+            log.info("%s/%s: %d code cells came with outputs; cleared", job.student,
+                     job.assignment, cleared)
+
+
+#: Cell metadata kept from a submission (nbgrader's, checked by the steps before).
+KEPT_METADATA = ("nbgrader", "deletable", "editable")
+
+
+def _plain(key: str, value: object) -> bool:
+    return key == "nbgrader" or isinstance(value, bool)
+
+
 class CollectFiles:
     """Data files next to the notebook, which the student's code may read."""
 
@@ -294,17 +333,19 @@ class Execute:
                                cpu_seconds=int(settings.timeout) + 10)
         child = job.zygote.spawn(limits)
         deadline = time.monotonic() + settings.timeout
+        budget = OutputBudget(settings.output_mb << 20)
         try:
             child.send_files(job.files)
             for cell in job.nb.cells:
                 if cell.cell_type == "code":
-                    self._cell(job, child, cell, deadline)
+                    self._cell(job, child, cell, deadline, budget)
         except ChildGone as err:
             job.note(f"无法运行：{err}", f"could not run the notebook: {err.reason}")
         finally:
             job.zygote.retire(child)
 
-    def _cell(self, job: Job, child: Child, cell: NotebookNode, deadline: float) -> None:
+    def _cell(self, job: Job, child: Child, cell: NotebookNode, deadline: float,
+              budget: OutputBudget) -> None:
         spec = job.manifest.by_grade_id(_meta(cell).get("grade_id"))
         test = spec is not None and spec.is_test
         left = deadline - time.monotonic()
@@ -319,14 +360,21 @@ class Execute:
         started = time.monotonic()
         try:
             reply = child.run(spec.visible if test else cell.source,
-                              seconds=min(job.settings.cell_timeout, left))
+                              seconds=min(job.settings.cell_timeout, left),
+                              output_bytes=budget.left)
         except ChildGone as err:
             job.note(f"运行到第 {job.nb.cells.index(cell) + 1} 个单元格时进程终止：{err}",
                      f"the child died in cell {job.nb.cells.index(cell) + 1}: {err.reason}")
             if test:
                 job.cells[spec.grade_id].messages.append(str(err))
             return
-        cell.outputs = clean_outputs(reply.get("outputs"))
+        spent = budget.exhausted
+        cell.outputs = budget.take(clean_outputs(reply.get("outputs")),
+                                   cut=reply.get("cut") is True)
+        if budget.exhausted and not spent:
+            mb = job.settings.output_mb
+            job.note(f"输出超过 {mb} MB 的上限，其后的输出已省略",
+                     f"output past the {mb} MB limit per notebook; later outputs dropped")
         count = reply.get("count")
         cell.execution_count = count if isinstance(count, int) else None
         if reply.get("interrupted_after") is not None:
@@ -418,7 +466,8 @@ class Score:
 
 
 PIPELINE: tuple = (FindNotebook(), ReadNotebook(), RestoreMetadata(), PutBackTests(),
-                   OverwriteLocked(), CollectFiles(), Execute(), Score())
+                   OverwriteLocked(), ClearSubmittedOutputs(), CollectFiles(), Execute(),
+                   Score())
 
 
 def run(job: Job, steps: tuple = PIPELINE) -> Job:

@@ -43,6 +43,11 @@ log = logging.getLogger("autograder.engine")
 GRACE = 2.0
 #: Seconds a finished child's namespace may take to be torn down before it is reported.
 REAP_WAIT = 10.0
+#: Bytes a ``run`` answer may take besides the outputs the host has room for (its own
+#: fields, and the one short output a child that left some out may add).
+RUN_REPLY_SLACK = 64 << 10
+#: The wire's own bounds on one answer, for requests that set none of their own.
+_ANY_SIZE = wire.Limits()
 #: Variables of the host's environment the zygote may see (nothing else crosses).
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
 
@@ -290,19 +295,20 @@ class Child:
 
     # -------------------------------------------------------------- requests
 
-    def request(self, header: dict, blobs: list[bytes] | tuple = (), *,
-                deadline: float) -> tuple[dict, list[bytes]]:
-        """Send ``header`` and return the answer to it; see the module docstring for
-        what happens at the deadline. Raises :class:`ChildGone` or :class:`Interrupted`."""
+    def request(self, header: dict, blobs: list[bytes] | tuple = (), *, deadline: float,
+                limits: wire.Limits = _ANY_SIZE) -> tuple[dict, list[bytes]]:
+        """Send ``header`` and return the answer to it (no larger than ``limits``); see
+        the module docstring for what happens at the deadline. Raises :class:`ChildGone`
+        or :class:`Interrupted`."""
         if not self.alive:
             raise ChildGone(self.death)
         self._next += 1
         ident = self._next
         try:
             wire.send(self.sock, {**header, "id": ident}, list(blobs))
-            return self._answer(ident, deadline)
+            return self._answer(ident, deadline, limits)
         except wire.Deadline:
-            return self._interrupt(ident, deadline)
+            return self._interrupt(ident, deadline, limits)
         except wire.WireError as err:
             self.kill(_gone_reason(err))
             raise ChildGone(self.death) from None
@@ -310,20 +316,22 @@ class Child:
             self.kill("进程已经退出（例如调用了 os._exit、exit()，或内存耗尽被终止）。")
             raise ChildGone(self.death) from None
 
-    def _answer(self, ident: int, deadline: float) -> tuple[dict, list[bytes]]:
+    def _answer(self, ident: int, deadline: float,
+                limits: wire.Limits = _ANY_SIZE) -> tuple[dict, list[bytes]]:
         for _stale in range(64):
-            reply, blobs = wire.recv(self.sock, deadline=deadline)
+            reply, blobs = wire.recv(self.sock, deadline=deadline, limits=limits)
             if reply.get("id") == ident:
                 return reply, blobs
         self.kill("进程发来了无法识别的消息，已被终止。")
         raise ChildGone(self.death)
 
-    def _interrupt(self, ident: int, deadline: float) -> tuple[dict, list[bytes]]:
+    def _interrupt(self, ident: int, deadline: float,
+                   limits: wire.Limits = _ANY_SIZE) -> tuple[dict, list[bytes]]:
         seconds = max(0.0, deadline - self._started)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(self.pid, signal.SIGINT)
         try:
-            reply, blobs = self._answer(ident, time.monotonic() + GRACE)
+            reply, blobs = self._answer(ident, time.monotonic() + GRACE, limits)
         except wire.WireError:
             self.kill(f"运行超过 {seconds:.0f} 秒，中断后仍无响应，进程已被终止。")
             raise ChildGone(self.death) from None
@@ -343,18 +351,28 @@ class Child:
 
     # -------------------------------------------------------------- operations
 
-    def timed(self, header: dict, blobs: list[bytes] | tuple = (), *,
-              seconds: float) -> tuple[dict, list[bytes]]:
+    def timed(self, header: dict, blobs: list[bytes] | tuple = (), *, seconds: float,
+              limits: wire.Limits = _ANY_SIZE) -> tuple[dict, list[bytes]]:
         self._started = time.monotonic()
-        return self.request(header, blobs, deadline=self._started + seconds)
+        return self.request(header, blobs, deadline=self._started + seconds, limits=limits)
 
     def send_files(self, files: dict[str, bytes], *, seconds: float = 30.0) -> None:
         names = list(files)
         self.timed({"op": "files", "names": names}, [files[n] for n in names], seconds=seconds)
 
-    def run(self, code: str, *, seconds: float) -> dict:
-        """Run a cell: ``{"ok", "outputs", "count"}`` (``interrupted_after`` when SIGINT hit it)."""
-        reply, _ = self.timed({"op": "run", "code": code}, seconds=seconds)
+    def run(self, code: str, *, seconds: float, output_bytes: int | None = None) -> dict:
+        """Run a cell: ``{"ok", "outputs", "count"}`` (``interrupted_after`` when SIGINT
+        hit it). With ``output_bytes``, the child keeps its outputs within that many bytes
+        (saying ``"cut": true`` if it left some out), and an answer larger than that (plus
+        :data:`RUN_REPLY_SLACK`) is not read: the child is killed, so the host never holds
+        more than the notebook's output budget."""
+        header: dict = {"op": "run", "code": code}
+        limits = _ANY_SIZE
+        if output_bytes is not None:
+            header["output_bytes"] = output_bytes
+            size = output_bytes + RUN_REPLY_SLACK
+            limits = wire.Limits(json_bytes=size, blobs=0, total_bytes=size)
+        reply, _ = self.timed(header, seconds=seconds, limits=limits)
         if not isinstance(reply.get("outputs"), list):
             self.kill("进程的回答格式不对，已被终止。")
             raise ChildGone(self.death)

@@ -26,13 +26,17 @@ class GradeSettings:
     (the cell is interrupted, later cells still run); ``memory_mb``: memory per
     submission; ``salt``: the course's secret seed salt (see :mod:`autograder.salt`);
     ``isolate``: Linux namespaces where the kernel allows them (turn off only where the
-    grading machine is itself a per-submission container, e.g. Gradescope's)."""
+    grading machine is itself a per-submission container, e.g. Gradescope's);
+    ``output_mb``: output one notebook keeps, all cells together (the host counts it and
+    accepts no larger answer from the child; the rest is replaced by a notice). The
+    answer keys' outputs, figures included, are a small fraction of it."""
 
     timeout: float = 300.0
     cell_timeout: float = 60.0
     memory_mb: int = 2048
     salt: str = PRACTICE_SALT
     isolate: bool = True
+    output_mb: int = 16
 
 
 DEFAULTS = GradeSettings()
