@@ -218,17 +218,19 @@ def check_cmd(notebook: Path, assignment: str | None, timeout: float) -> None:
                      total=None)
         outcomes = self_check_notebook(notebook=notebook, assignment=assignment,
                                        timeout=timeout)
-    passed = sum(o.passed for o in outcomes)
+    scored = [o for o in outcomes if not o.practice]
+    passed = sum(o.passed for o in scored)
     console.print(f"[bold]{notebook.name}：自我检查报告[/bold]")
     for o in outcomes:
         mark = "✅" if o.passed else "❌"
-        console.print(f"{mark} {o.cell}（{o.points:g} 分）：{o.title}", markup=False)
+        worth = "拓展练习，不计分" if o.practice else f"{o.points:g} 分"
+        console.print(f"{mark} {o.cell}（{worth}）：{o.title}", markup=False)
         if not o.passed:
             for line in o.message.splitlines():
                 console.print(f"    {line}", markup=False)
-    console.print(f"通过 {passed}/{len(outcomes)} 项检查 / {passed} of {len(outcomes)} checks "
+    console.print(f"通过 {passed}/{len(scored)} 项检查 / {passed} of {len(scored)} checks "
                   "passed (written answers are graded by hand)")
-    if passed < len(outcomes):
+    if passed < len(scored):
         sys.exit(1)
 
 

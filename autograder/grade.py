@@ -69,6 +69,15 @@ class Result:
     review: list[str] = field(default_factory=list)
     #: Grade cells whose check broke (the instructor's to look at; see grading.log).
     grader_errors: list[str] = field(default_factory=list)
+    #: Automatic points and their maximum per part: ``core`` and each graded 拓展 section.
+    parts: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: Test cells of practice 拓展 sections: grade id -> status (checked, never scored).
+    practice: dict[str, str] = field(default_factory=dict)
+
+    def part_total(self, extension: bool) -> tuple[float, float]:
+        """(points, maximum) of the core, or of every graded extension together."""
+        rows = [v for k, v in self.parts.items() if (k != "core") == extension]
+        return sum(r["score"] for r in rows), sum(r["max"] for r in rows)
 
     def add_reason(self, zh: str, en: str) -> None:
         text = f"{zh} / {en}"
@@ -137,6 +146,9 @@ def _skeleton(sub: Submission, manifest) -> Result:
             result.max_scores[spec.grade_id] = spec.points
             if spec.is_manual:
                 result.manual.append(spec.grade_id)
+            else:
+                part = result.parts.setdefault(spec.part, {"score": 0.0, "max": 0.0})
+                part["max"] += spec.points
         result.auto_max = manifest.auto_max
     return result
 
@@ -159,6 +171,9 @@ def _result(sub: Submission, manifest, graded) -> Result:
         result.cells[cell.grade_id] = cell.score
         if cell.status == "error":
             result.grader_errors.append(cell.grade_id)
+        if not cell.manual and cell.part in result.parts:
+            result.parts[cell.part]["score"] += cell.score or 0.0
+    result.practice = {cell.grade_id: cell.status for cell in graded.practice}
     result.auto_score = float(sum(s or 0.0 for c, s in result.cells.items()
                                   if c not in result.manual))
     if result.grader_errors:
@@ -256,12 +271,14 @@ def write_outputs(results: list[Result], out: Path) -> None:
     """``scores.csv`` and ``scores.json`` for ``results`` in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     cols = _columns(results)
-    fixed = ["student", "assignment", "status", "auto_score", "auto_max", "reason", "review"]
+    fixed = ["student", "assignment", "status", "auto_score", "auto_max", "core_score",
+             "core_max", "extension_score", "extension_max", "reason", "review"]
     with open(out / "scores.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(fixed + [name for name, _a, _c in cols])
         for r in results:
             row = [r.student, r.assignment, r.status, float(r.auto_score), float(r.auto_max),
+                   *map(float, r.part_total(False)), *map(float, r.part_total(True)),
                    r.reason, "; ".join(r.review)]
             for _name, a, cell in cols:
                 value = r.cells.get(cell) if a == r.assignment else None

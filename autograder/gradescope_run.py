@@ -133,12 +133,15 @@ def _output(spec, cell) -> str:
 
 
 def _test(number: int, spec, cell, visibility: str) -> dict:
+    """One Gradescope test; tagged with its kind (auto, manual, practice) and its part."""
     title = "书面回答（人工评分）" if spec.is_manual else spec.title
+    if spec.is_practice:
+        title += "（拓展练习，不计分）"
+    kind = "manual" if spec.is_manual else "practice" if spec.is_practice else "auto"
     entry = {"name": f"{spec.grade_id}：{title}", "number": str(number),
              "score": float(cell.score or 0.0) if cell is not None else 0.0,
              "max_score": float(spec.points), "output": _output(spec, cell),
-             "output_format": "text", "visibility": visibility,
-             "tags": ["manual" if spec.is_manual else "auto"]}
+             "output_format": "text", "visibility": visibility, "tags": [kind, spec.part]}
     if not spec.is_manual:
         entry["status"] = "passed" if cell is not None and cell.status == "passed" else "failed"
     return entry
@@ -175,9 +178,10 @@ def results_for(config: BundleConfig, manifest, result=None, graded=None,
         reason = reason or CRASHED
     elif graded is not None and graded.stopped:
         reason = reason or "；".join(notes)
-    cells = {c.grade_id: c for c in graded.cells} if graded is not None and not reason else {}
+    cells = {c.grade_id: c for c in (*graded.cells, *graded.practice)} \
+        if graded is not None and not reason else {}
     tests = [_test(i, spec, cells.get(spec.grade_id), config.visibility)
-             for i, spec in enumerate(manifest.graded, 1)]
+             for i, spec in enumerate((*manifest.graded, *manifest.practice), 1)]
     output = _summary(config.assignment, manifest, result, reason)
     if notes and not reason:
         output += "\n评分说明：" + "；".join(notes)
@@ -185,7 +189,8 @@ def results_for(config: BundleConfig, manifest, result=None, graded=None,
     extra = {"assignment": config.assignment, "auto_max": manifest.auto_max}
     if result is not None:
         extra.update(student=result.student, status=result.status, reason=result.reason,
-                     grader_errors=result.grader_errors, review=result.review)
+                     grader_errors=result.grader_errors, review=result.review,
+                     parts=result.parts, practice=result.practice)
     return {"score": score, "output": output, "output_format": "text",
             "test_output_format": "text", "visibility": config.visibility,
             "stdout_visibility": "hidden", "extra_data": extra, "tests": tests}

@@ -26,6 +26,8 @@ class Outcome:
     passed: bool
     message: str = ""
     points: float = 0.0
+    #: A test cell of a practice 拓展 section: reported, never scored.
+    practice: bool = False
 
 
 def detect_assignment(path: Path, nb) -> str:
@@ -131,11 +133,13 @@ def _run(notebook: Path, assignment: str, zygote, timeout: float | None) -> list
     if job.stopped:
         raise CourseError(f"{notebook.name}: {job.notes[-1].en}")
     outcomes = []
-    for spec in manifest.graded:
+    for spec in (*manifest.graded, *manifest.practice):
         if spec.is_manual:
             continue
-        result = job.cells[spec.grade_id]
+        result = job.result_for(spec)
         outcomes.append(Outcome(spec.grade_id, ", ".join(c.name for c in spec.checks),
                                 spec.title, result.status == "passed",
-                                "\n".join(result.messages), spec.points))
+                                "\n".join(result.messages),
+                                spec.practice_points if spec.is_practice else spec.points,
+                                spec.is_practice))
     return outcomes

@@ -80,19 +80,95 @@ def test_practice_turns_graded_cells_into_ungraded_ones(source):
     assert source.cells[-2].metadata.nbgrader["grade"] is True  # the source is untouched
 
 
-def test_real_nbgrader_releases_a_practice_extension(tmp_path, source):
+@pytest.fixture(scope="module")
+def practice_course(tmp_path_factory, source):
+    """A course released by real nbgrader with the extension as practice."""
+    folder = tmp_path_factory.mktemp("practice")
+    root = mini_repo(folder / "repo")
+    nbformat.write(source, str(root / "source" / A / f"{A}.ipynb"))
+    course = new_course(folder / "course", root, [A], extensions="practice")
+    return course, read_nb(course / "release" / A / f"{A}.ipynb")
+
+
+def test_real_nbgrader_releases_a_practice_extension(practice_course):
     """nbgrader generate_assignment accepts the rewritten notebook (it refuses hidden tests
     in a cell that is not graded, and a written answer that is not): the extension's test
     cell is released read-only, and none of its cells is a grade cell of the gradebook."""
     from nbgrader.api import Gradebook
 
-    root = mini_repo(tmp_path / "repo")
-    nbformat.write(source, str(root / "source" / A / f"{A}.ipynb"))
-    course = new_course(tmp_path / "course", root, [A], extensions="practice")
-    release = read_nb(course / "release" / A / f"{A}.ipynb")
+    course, release = practice_course
     test = next(c for c in release.cells if nbs.grade_id(c) == "test_ext_demo")
     assert test.metadata.nbgrader["locked"] and nbs.HIDDEN_BEGIN not in test.source
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         graded = {c.name for c in gb.find_notebook(A, A).grade_cells}
     assert not {"test_ext_demo", "written_ext_demo"} & graded
     assert graded  # the core's grade cells are all still there
+
+
+def _manifest(source, release, mode, course=None):
+    """The manifest ``autograder build`` would write for this release."""
+    import json
+
+    from autograder.build import manifest_text
+    from autograder.engine.manifest import parse
+
+    if course is not None:
+        return parse(json.loads(manifest_text(A, source, release, course, mode=mode)))
+    from autograder.bank import get_check
+    from autograder.engine.manifest import build_manifest
+
+    titles = {call.name: get_check(call.name).title for c in source.cells
+              if c.cell_type == "code" for call in check_calls(c.source)}
+    rows = {"source_cells": [], "grade_cells": [], "solution_cells": []}
+    return parse(build_manifest(assignment=A, source_nb=source, release_nb=release,
+                                gradebook_rows=rows, digest="", titles=titles, mode=mode))
+
+
+def test_the_engine_checks_a_practice_extension_without_scoring_it(tmp_path, source,
+                                                                    practice_course):
+    """A real sandboxed child runs the practice cell; its checks pass for the solution
+    and fail for the blank notebook, and neither changes the automatic total."""
+    from autograder.engine.feedback import render_feedback
+    from autograder.engine.manifest import release_notebook
+    from autograder.engine.pipeline import Job, run
+    from autograder.engine.proxy import Zygote
+    from autograder.engine.settings import GradeSettings
+    from autograder.samples import PERFECT
+
+    course, release = practice_course
+    manifest = _manifest(source, release, "practice", course)
+    assert [c.grade_id for c in manifest.practice] == ["test_ext_demo"]
+    assert [p.id for p in manifest.parts] == [EXT]
+    core_max = manifest.auto_max
+    zygote = Zygote(figures=False, warm=False, tokenizer=False)
+    try:
+        for variant, status in ((PERFECT, "passed"), (None, "failed")):
+            folder = tmp_path / (variant.name if variant else "blank")
+            nb = nbs.make_submission(source, release_notebook(manifest), variant)
+            nb.cells = [c for c in nb.cells if "plt." not in c.source]
+            nbs.write(nb, folder / f"{A}.ipynb")
+            job = run(Job("s", A, folder, manifest, GradeSettings(), zygote=zygote))
+            assert job.practice["test_ext_demo"].status == status, job.practice
+            page = render_feedback(job)
+            assert f"拓展练习通过 {int(status == 'passed')} / 1 项（不计分）" in page
+            assert "test_ext_demo" not in job.cells
+            assert sum(r.max_score for r in job.cells.values() if not r.manual) == core_max
+    finally:
+        zygote.close()
+
+
+def test_graded_extensions_are_totalled_apart_from_the_core(source):
+    from types import SimpleNamespace
+
+    from autograder.engine.pipeline import CellResult
+    from autograder.grade import Submission, _result
+
+    manifest = _manifest(source, for_release(source, "graded"), "graded")
+    cells = [CellResult(s.grade_id, s.title, s.points, s.is_manual, score=s.points,
+                        status="passed", part=s.part) for s in manifest.graded]
+    graded = SimpleNamespace(seconds=0, notes=[], crashed="", stopped=False, cells=cells,
+                             practice=[])
+    result = _result(Submission("s", A, None), manifest, graded)
+    core, ext = result.part_total(False), result.part_total(True)
+    assert ext == (2.0, 2.0) and core[0] == core[1] == manifest.auto_max - 2
+    assert result.auto_score == core[0] + ext[0]

@@ -137,9 +137,13 @@ def _output(out: dict) -> str:
     return ""
 
 
+PRACTICE_NOTE = "拓展练习，不计分"
+
+
 def _verdict(result) -> str:
     status = result.status
-    score = "" if result.score is None else f"{result.score:g} / {result.max_score:g} 分"
+    score = PRACTICE_NOTE if result.practice else \
+        "" if result.score is None else f"{result.score:g} / {result.max_score:g} 分"
     why = "".join(f'<div class="why">{html.escape(m)}</div>' for m in result.messages
                   if status != "passed")
     return (f'<div class="verdict {status}"><span class="title">{ICONS[status]} '
@@ -147,19 +151,34 @@ def _verdict(result) -> str:
             f'{"，" + score if score else ""}{why}</div>')
 
 
-def _summary(job) -> str:
-    rows = []
-    for r in job.cells.values():
-        pts = "—" if r.score is None else f"{r.score:g}"
-        rows.append(f'<tr><td>{ICONS[r.status]}</td><td><a href="#{html.escape(r.grade_id)}">'
-                    f'{html.escape(r.title or r.grade_id)}</a></td><td>{STATUS_WORDS[r.status]}</td>'
-                    f'<td class="pts">{pts} / {r.max_score:g}</td></tr>')
+def _row(r) -> str:
+    pts = "练习" if r.practice else f'{"—" if r.score is None else f"{r.score:g}"} / {r.max_score:g}'
+    return (f'<tr><td>{ICONS[r.status]}</td><td><a href="#{html.escape(r.grade_id)}">'
+            f'{html.escape(r.title or r.grade_id)}</a></td><td>{STATUS_WORDS[r.status]}</td>'
+            f'<td class="pts">{pts}</td></tr>')
+
+
+def _totals(job) -> str:
+    """The automatic points: in all, and the core and the graded 拓展 apart when both
+    count; a practice extension is a count of checks passed."""
     auto = [r for r in job.cells.values() if not r.manual]
-    got = sum(r.score or 0 for r in auto)
-    total = sum(r.max_score for r in auto)
-    return (f"<p>自动评分：<b>{got:g} / {total:g}</b> 分；文字回答由老师人工评分。</p>"
-            '<table class="summary"><tr><th></th><th>检查项</th><th>结果</th><th>得分</th></tr>'
-            + "".join(rows) + "</table>")
+    got, total = sum(r.score or 0 for r in auto), sum(r.max_score for r in auto)
+    line = f"自动评分：<b>{got:g} / {total:g}</b> 分"
+    extension = [r for r in auto if r.part != "core"]
+    if extension:
+        ext_got, ext_max = sum(r.score or 0 for r in extension), sum(r.max_score for r in extension)
+        line += f"（必做 {got - ext_got:g} / {total - ext_max:g}，拓展 {ext_got:g} / {ext_max:g}）"
+    practice = list(job.practice.values())
+    if practice:
+        passed = sum(r.status == "passed" for r in practice)
+        line += f"；拓展练习通过 {passed} / {len(practice)} 项（不计分）"
+    return f"<p>{line}；文字回答由老师人工评分。</p>"
+
+
+def _summary(job) -> str:
+    rows = [_row(r) for r in (*job.cells.values(), *job.practice.values())]
+    return (_totals(job) + '<table class="summary"><tr><th></th><th>检查项</th><th>结果</th>'
+            '<th>得分</th></tr>' + "".join(rows) + "</table>")
 
 
 def render_feedback(job) -> str:
@@ -168,7 +187,7 @@ def render_feedback(job) -> str:
              f'<p class="sub">学生：{html.escape(job.student)}</p>', _summary(job)]
     for cell in job.nb.cells:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        result = job.cells.get(gid)
+        result = job.cells.get(gid) or job.practice.get(gid)
         anchor = f' id="{html.escape(gid)}"' if result else ""
         body = _verdict(result) if result else ""
         if cell.cell_type == "markdown":

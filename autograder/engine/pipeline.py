@@ -74,7 +74,11 @@ class Stop(Exception):
 
 @dataclass
 class CellResult:
-    """One graded cell: ``status`` is passed, failed, error (grader), manual or not-run."""
+    """One graded cell: ``status`` is passed, failed, error (grader), manual or not-run.
+
+    ``part`` is ``core`` or the 拓展 section the cell belongs to; a ``practice`` cell (a
+    test cell of an ungraded extension) is checked and reported, never scored.
+    """
 
     grade_id: str
     title: str
@@ -84,6 +88,8 @@ class CellResult:
     status: str = "not-run"
     messages: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # grader tracebacks, instructor only
+    part: str = "core"
+    practice: bool = False
 
 
 @dataclass
@@ -109,10 +115,21 @@ class Job:
         self.notes.append(Note(zh, en))
         log.info("%s/%s: %s", self.student, self.assignment, en)
 
+    #: Test cells of practice extensions: checked, reported, never scored.
+    practice: dict[str, CellResult] = field(default_factory=dict)
+
     def __post_init__(self) -> None:
         for spec in self.manifest.graded:
             self.cells[spec.grade_id] = CellResult(spec.grade_id, spec.title, spec.points,
-                                                   spec.is_manual)
+                                                   spec.is_manual, part=spec.part)
+        for spec in self.manifest.practice:
+            self.practice[spec.grade_id] = CellResult(
+                spec.grade_id, spec.title, spec.practice_points, False, part=spec.part,
+                practice=True)
+
+    def result_for(self, spec: CellSpec) -> CellResult:
+        """The record a test cell's checks go to (scored or practice)."""
+        return self.practice[spec.grade_id] if spec.is_practice else self.cells[spec.grade_id]
 
 
 def _meta(cell) -> dict:
@@ -347,7 +364,7 @@ class Execute:
     def _cell(self, job: Job, child: Child, cell: NotebookNode, deadline: float,
               budget: OutputBudget) -> None:
         spec = job.manifest.by_grade_id(_meta(cell).get("grade_id"))
-        test = spec is not None and spec.is_test
+        test = spec is not None and (spec.is_test or spec.is_practice)
         left = deadline - time.monotonic()
         if not child.alive or left <= 0:
             if child.alive:
@@ -355,7 +372,7 @@ class Execute:
                 job.note(f"整个 notebook 运行超过 {job.settings.timeout:g} 秒，其余单元格未运行",
                          f"the notebook ran past {job.settings.timeout:g} s; later cells not run")
             if test:
-                job.cells[spec.grade_id].messages.append(f"未运行：{child.death}")
+                job.result_for(spec).messages.append(f"未运行：{child.death}")
             return
         started = time.monotonic()
         try:
@@ -366,7 +383,7 @@ class Execute:
             job.note(f"运行到第 {job.nb.cells.index(cell) + 1} 个单元格时进程终止：{err}",
                      f"the child died in cell {job.nb.cells.index(cell) + 1}: {err.reason}")
             if test:
-                job.cells[spec.grade_id].messages.append(str(err))
+                job.result_for(spec).messages.append(str(err))
             return
         spent = budget.exhausted
         cell.outputs = budget.take(clean_outputs(reply.get("outputs")),
@@ -389,7 +406,7 @@ class Execute:
 
     def _checks(self, job: Job, child: Child, cell: NotebookNode, spec: CellSpec,
                 visible_ok: bool) -> None:
-        result = job.cells[spec.grade_id]
+        result = job.result_for(spec)
         result.status = "passed" if visible_ok else "failed"
         for call in spec.checks:
             outcome = _evaluate(job, child, call)
@@ -463,6 +480,9 @@ class Score:
                 result.score = 0.0
                 if result.status == "not-run" and not result.messages:
                     result.messages.append("未运行。")
+        for result in job.practice.values():  # reported, never scored
+            if result.status == "not-run" and not result.messages:
+                result.messages.append("未运行。")
 
 
 PIPELINE: tuple = (FindNotebook(), ReadNotebook(), RestoreMetadata(), PutBackTests(),

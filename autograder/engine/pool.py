@@ -58,6 +58,7 @@ class Graded:
     seconds: float = 0.0
     crashed: str = ""  # a grader crash (traceback), not the student's doing
     isolation: str = ""  # which sandbox protections were missing, if any
+    practice: list = field(default_factory=list)  # practice extensions' CellResults
 
 
 def _grade_one(task: Task, settings: GradeSettings, zygote) -> Graded:
@@ -71,7 +72,7 @@ def _grade_one(task: Task, settings: GradeSettings, zygote) -> Graded:
                   zygote=zygote))
     graded = Graded(task, list(job.cells.values()), job.notes, job.stopped,
                     seconds=job.seconds, files=sorted(job.files),
-                    unanswered=sorted(job.unanswered))
+                    unanswered=sorted(job.unanswered), practice=list(job.practice.values()))
     if job.nb is not None and not job.stopped:
         graded.notebook = nbformat.writes(job.nb)
         graded.feedback = render_feedback(job)
