@@ -35,7 +35,8 @@ from . import wire
 from .errors import BadValue, ChildGone, Interrupted, Missing, Raised
 from .sandbox import SandboxLimits
 
-__all__ = ["Zygote", "ZygoteLink", "Child", "RemoteFunction", "call_deadline", "GRACE", "ZygoteError"]
+__all__ = ["Zygote", "ZygoteLink", "Child", "RemoteFunction", "call_deadline", "GRACE", "ZygoteError",
+           "Isolation", "PROTECTIONS"]
 
 log = logging.getLogger("autograder.engine")
 
@@ -72,12 +73,19 @@ def _zygote_env() -> dict[str, str]:
     return env
 
 
+#: What the zygote's children get (see :func:`.zygote._protection`): Linux namespaces; a
+#: separate unprivileged user per child; or nothing beyond limits (the grader's own user).
+PROTECTIONS = ("namespaces", "separate-user", "none")
+
+
 @dataclass(frozen=True)
 class Isolation:
-    """What the zygote achieved: namespaces in force, or which protections are missing."""
+    """What the zygote achieved: namespaces in force, or which protections are missing;
+    ``protection`` is one of :data:`PROTECTIONS`."""
 
     isolated: bool
     missing: str
+    protection: str = "none"
 
 
 class ZygoteLink:
@@ -120,7 +128,9 @@ class ZygoteLink:
         if not isinstance(ready, dict):
             self.close()
             raise ZygoteError("the sandbox's zygote exited while starting; see the log")
-        return Isolation(bool(ready.get("isolated")), str(ready.get("missing", "")))
+        protection = ready.get("protection")
+        return Isolation(bool(ready.get("isolated")), str(ready.get("missing", "")),
+                         protection if protection in PROTECTIONS else "none")
 
     def spawn(self, limits: SandboxLimits) -> Child:
         """A new sandboxed child, ready for requests."""
