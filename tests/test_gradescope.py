@@ -25,7 +25,7 @@ from autograder.cli import main
 from autograder.engine.manifest import load
 from autograder.engine.settings import GradeSettings
 from autograder.grade import grade
-from autograder.gradescope import make_bundle
+from autograder.gradescope import FALLBACK, make_bundle
 from autograder.gradescope_run import run
 
 pytestmark = pytest.mark.e2e
@@ -240,7 +240,9 @@ def test_a_grader_that_cannot_start_still_writes_results(bundle, tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 0
     data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
-    assert data["score"] == 0.0 and "评分程序未能启动" in data["output"]
+    assert data["score"] == 0.0 and data["output"] == FALLBACK
+    assert "exited with status 1" in data["extra_data"]["grader"] and \
+        "exited with status 1" in done.stdout
 
 
 def test_a_crash_inside_the_grader_still_writes_results(bundle, tmp_path, capsys):
