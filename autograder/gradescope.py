@@ -77,8 +77,8 @@ main() {{
   local private="" status=1 expected="" actual="" problem=""
   rm -rf "$root/results" && mkdir -p -m 0755 "$root/results"
   if private="$(mktemp -d)"; then
-    "$python" -m autograder.gradescope_run "$root" "$private/results.json" --digest-fd 3 \\
-      3>"$private/digest"
+    PYTHONSAFEPATH=1 "$python" -m autograder.gradescope_run "$root" "$private/results.json" \\
+      --digest-fd 3 3>"$private/digest"
     status=$?
     expected="$(head -c 64 "$private/digest" 2>/dev/null)"
     actual="$(sha256sum "$private/results.json" 2>/dev/null | cut -c1-64)"

@@ -69,7 +69,10 @@ def _zygote_env() -> dict[str, str]:
     package_parent = Path(__file__).resolve().parent.parent.parent
     env.update({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                 "PYTHONPATH": str(package_parent), "PYTHONNOUSERSITE": "1",
-                "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "agg"})
+                "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "agg",
+                # nor the working folder (Python 3.11+): without namespaces, a student who
+                # plants /tmp/bdb.py must not run code in the next child that imports bdb
+                "PYTHONSAFEPATH": "1"})
     return env
 
 
@@ -252,7 +255,7 @@ class Zygote(ZygoteLink):
              str(self.root), options],
             pass_fds=[theirs.fileno()], env=_zygote_env(), stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            cwd=tempfile.gettempdir())
+            cwd=self.root)  # root's own: `-m` puts the working folder first on sys.path
         theirs.close()
         threading.Thread(target=self._relay_log, daemon=True).start()
 
