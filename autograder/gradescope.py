@@ -27,7 +27,7 @@ from . import __version__
 from .course import CourseError, check_assignment
 from .engine.settings import DEFAULTS, STUDENT_UID, STUDENT_USER, GradeSettings
 
-__all__ = ["Bundle", "make_bundle", "UV_VERSION", "VENV", "FALLBACK"]
+__all__ = ["Bundle", "make_bundle", "run_autograder_script", "UV_VERSION", "VENV", "FALLBACK"]
 
 #: The uv release setup.sh installs (it then installs Python and the pinned packages).
 UV_VERSION = "0.13.9"
@@ -85,6 +85,8 @@ main() {{
   fi
   if [ -z "$private" ]; then
     problem="no private folder for the grader (mktemp failed)"
+  elif [ -L "$root/results" ] || [ ! -d "$root/results" ]; then
+    problem="results/ was replaced during grading (discarded)"
   elif [ -n "$(ls -A "$root/results" 2>/dev/null)" ]; then
     problem="a file the grader did not write appeared in results/ during grading (discarded)"
   elif [ "${{#expected}}" -ne 64 ]; then
@@ -108,6 +110,11 @@ main "$@"; exit 0
 
 #: What a student reads when run_autograder could not use the grader's results.
 FALLBACK = "评分程序未能正常完成评分（不是你的错误），本次暂记 0 分；教师会查看并重新评分。"
+
+
+def run_autograder_script() -> str:
+    """The bundle's ``run_autograder``."""
+    return RUN_AUTOGRADER.format(venv=VENV, fallback=FALLBACK)
 
 
 @dataclass(frozen=True)
@@ -153,10 +160,10 @@ def _contents(assignment: str, settings: GradeSettings, visibility: str,
     pins = pinned_requirements()
     fill = {"uv": UV_VERSION, "python": python_minor(), "version": __version__,
             "venv": VENV, "wheel": wheel.name, "assignment": assignment,
-            "user": STUDENT_USER, "uid": STUDENT_UID, "fallback": FALLBACK}
+            "user": STUDENT_USER, "uid": STUDENT_UID}
     config = json.dumps(_config(assignment, settings, visibility), indent=2) + "\n"
     return [("setup.sh", SETUP_SH.format(**fill).encode(), 0o755),
-            ("run_autograder", RUN_AUTOGRADER.format(**fill).encode(), 0o755),
+            ("run_autograder", run_autograder_script().encode(), 0o755),
             ("requirements.txt", ("\n".join(pins) + "\n").encode(), 0o644),
             ("config.json", config.encode(), 0o644),
             ("salt", (_salt(salt_file) + "\n").encode(), 0o600),

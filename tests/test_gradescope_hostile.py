@@ -109,26 +109,36 @@ def machine():
             shutil.rmtree(base, ignore_errors=True)
 
 
+def _nobody_root(base: Path, bundle: Path, python: Path) -> tuple[Path, Path]:
+    """A root and an open installation for a grader running as ``nobody``."""
+    source, site = install(bundle, base / "open", python, close=False)
+    root = make_root(base / "open", source, "nobody",
+                     {f"{A}.ipynb": nbformat.writes(_honest()).encode()})
+    for path in [root, *root.rglob("*")]:
+        os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+    return root, site
+
+
 @pytest.fixture(scope="module")
 def runs(machine):
-    """The three submissions, run side by side; their results, logs, roots and reports."""
-    base, python, _zip, source, site = machine
+    """The two hostile submissions as root, and the honest one as ``nobody``, side by
+    side; their results, logs, roots and the tricks' reports."""
+    base, python, bundle, source, site = machine
     report = base / "report"
     report.mkdir(mode=0o777)
     report.chmod(0o1777)
-    honest = _honest()
-    plan = {"honest": (), "quiet": QUIET, "killer": (KILL_GRADER,)}
     roots, before, procs = {}, {}, {}
-    for name, attacks in plan.items():
+    for name, attacks in (("quiet", QUIET), ("killer", (KILL_GRADER,))):
         root = base / name
-        nb = _with(honest, attacks, root, report)
+        nb = _with(_honest(), attacks, root, report)
         make_root(base, source, name, {f"{A}.ipynb": nbformat.writes(nb).encode()},
                   extra_source={f"{A}.ipynb": COURSE_NOTEBOOK.read_bytes()})
         roots[name], before[name] = root, _digest(root / "source")
         before[name]["run_autograder"] = hashlib.sha256(
             (root / "run_autograder").read_bytes()).hexdigest()
-    for name, root in roots.items():
         procs[name] = launch(root, site, python)
+    roots["nobody"], open_site = _nobody_root(base, bundle, python)
+    procs["nobody"] = launch(roots["nobody"], open_site, python, uid=NOBODY)
     logs = {name: proc.communicate(timeout=240)[0] for name, proc in procs.items()}
     ended = time.time()
     codes = {name: proc.returncode for name, proc in procs.items()}
@@ -157,30 +167,32 @@ def _scores(data: dict) -> dict[str, float]:
 
 
 def test_the_child_ran_as_a_separate_user_because_namespaces_were_refused(runs):
-    for name, log in runs["logs"].items():
+    for name in ("quiet", "killer"):
+        log = runs["logs"][name]
         assert runs["codes"][name] == 0, log
         assert "namespaces refused" in log and "sandbox (separate-user)" in log, log
         assert log.count("sandbox (separate-user)") == 1, log  # said once
 
 
-def test_the_honest_wrong_answer_keeps_its_score(runs):
-    honest = runs["data"]["honest"]
-    assert honest["score"] == _honest_score() < load(A).auto_max, runs["logs"]["honest"]
-    lost = {name for name, score in _scores(honest).items() if score == 0}
+def test_the_hidden_tests_scored_as_for_the_honest_wrong_answer(runs):
+    """Under every quiet trick at once, each test scores as it would for q1's honest
+    wrong answer: exactly the tests its mistake loses are lost, nothing more, nothing
+    less (so grading as a separate user is faithful, and no trick gained a point)."""
+    data, log = runs["data"]["quiet"], runs["logs"]["quiet"]
+    assert data["score"] == _honest_score() < load(A).auto_max, log
     manual = {s.grade_id for s in load(A).graded if s.is_manual}
-    assert lost - manual == set(HONEST_MISTAKE.loses)
+    lost = {name for name, score in _scores(data).items() if score == 0} - manual
+    assert lost == set(HONEST_MISTAKE.loses), log
 
 
-@pytest.mark.parametrize("name", ["quiet", "killer"])
-def test_a_hostile_submission_scores_no_more_than_the_honest_answer(runs, name):
-    """The honest score, test by test; or (the killer) the fallback's 0. Never the
-    student's 17/17."""
-    data, log = runs["data"][name], runs["logs"][name]
-    assert data["score"] != 17.0 and "forged" not in json.dumps(data), log
-    if name == "killer" and data["output"] == FALLBACK:
-        assert data["score"] == 0.0
-        return
-    assert _scores(data) == _scores(runs["data"]["honest"]), log
+def test_the_issue_s_attack_keeps_the_honest_score_not_the_forged_one(runs):
+    """Read the salt, write 17/17, kill every ancestor: the honest score, or the fallback's
+    0; never the student's file."""
+    data, log = runs["data"]["killer"], runs["logs"]["killer"]
+    assert "forged" not in json.dumps(data), log
+    if data["output"] != FALLBACK:
+        assert _scores(data) == _scores(runs["data"]["quiet"]), log
+        assert data["score"] == _honest_score()
 
 
 def test_the_killer_could_not_read_the_salt_write_results_or_signal_the_grader(runs):
@@ -198,7 +210,8 @@ def test_source_and_results_stayed_closed_to_the_student(runs):
     assert set(written.values()) == {"refused 13"}, written
     (scripts,) = runs["reports"]["rewrite_scripts"]
     assert set(scripts.values()) == {"refused 13"}, scripts
-    for name, root in runs["roots"].items():
+    for name in ("quiet", "killer"):
+        root = runs["roots"][name]
         after = _digest(root / "source")
         after["run_autograder"] = hashlib.sha256((root / "run_autograder").read_bytes()).hexdigest()
         assert after == runs["before"][name]
@@ -237,22 +250,14 @@ def test_other_processes_and_the_digest_channel_were_out_of_reach(runs):
     assert forge == {"fds": [], "folders": []}, forge
 
 
-def test_an_unprivileged_grader_without_namespaces_refuses_to_grade(machine):
+def test_an_unprivileged_grader_without_namespaces_refuses_to_grade(runs):
     """As ``nobody`` the grader cannot give the child another user: every test 0, the
     student told in Chinese, the instructor in English (stdout and extra_data)."""
-    base, python, bundle, _source, _site = machine
-    source, site = install(bundle, base / "open", python, close=False)
-    root = make_root(base / "open", source, "nobody",
-                     {f"{A}.ipynb": nbformat.writes(_honest()).encode()})
-    for path in [root, *root.rglob("*")]:
-        os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
-    proc = launch(root, site, python, uid=NOBODY)
-    log = proc.communicate(timeout=240)[0]
-    data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
-    assert proc.returncode == 0, log
+    data, log = runs["data"]["nobody"], runs["logs"]["nobody"]
+    assert runs["codes"]["nobody"] == 0, log
     assert data["score"] == 0.0 and data["tests"], log
     assert all(t["score"] == 0.0 for t in data["tests"])
     assert REFUSED in data["output"]
     refused = data["extra_data"]["refused"]
-    assert "student code would run unprotected" in refused and "no separate user" in refused
-    assert "REFUSED TO GRADE" in log and "does not run as root" in log
+    assert "student code would run unprotected" in refused and "does not run as root" in refused
+    assert "REFUSED TO GRADE" in log and "graded" not in log
