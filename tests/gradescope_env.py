@@ -122,12 +122,17 @@ def install(bundle: Path, base: Path, python: Path, *, close: bool = True) -> tu
 def make_root(base: Path, source: Path, name: str, files: dict[str, bytes],
               extra_source: dict[str, bytes] | None = None) -> Path:
     """``base/name`` laid out as Gradescope's ``/autograder`` (run_autograder copied to the
-    top, as Gradescope does); ``extra_source`` adds files to ``source/``."""
+    top, as Gradescope does); ``extra_source`` adds files to ``source/``. Every folder is
+    left open to every user (the root even writable), as if Gradescope's copy had lost
+    the modes setup.sh gave them: the grader must close them itself."""
     root = base / name
-    root.mkdir(mode=0o755)
+    root.mkdir()
+    root.chmod(0o777)
     shutil.copytree(source, root / "source")
     for filename, data in (extra_source or {}).items():
         (root / "source" / filename).write_bytes(data)
+    for path in [root / "source", *(root / "source").rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
     shutil.copy2(source / "run_autograder", root / "run_autograder")
     (root / "submission").mkdir()
     for filename, data in files.items():

@@ -82,12 +82,15 @@ def _claimed(uid: int, gid: int) -> bool:
 
 
 def _running_uids() -> set[int]:
-    """Every uid (real, effective, saved, filesystem) some process runs under now."""
+    """Every uid (real, effective, saved, filesystem) a live process runs under now (a
+    zombie runs nothing: it only waits for its parent to reap it)."""
     found: set[int] = set()
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
-                found.update(int(x) for x in _status(entry.name)["Uid"].split())
+                status = _status(entry.name)
+                if not status["State"].startswith("Z"):
+                    found.update(int(x) for x in status["Uid"].split())
             except (OSError, KeyError, ValueError):
                 continue  # gone meanwhile
     return found
@@ -180,12 +183,13 @@ def become(user: StudentUser) -> None:
     raise OSError("the child could become root again")
 
 
-def end_processes(user: StudentUser, rounds: int = 20) -> bool:
+def end_processes(user: StudentUser, *, reap: bool = False, rounds: int = 20) -> bool:
     """Kill every process running under ``user``'s uid (the child's own, and any it
-    detached); ``True`` once none is left."""
+    detached); ``True`` once none is left. ``reap``: the caller is the subreaper the
+    killed ones were re-parented to, and waits for them (PID 1 of a container may not)."""
     for _round in range(rounds):
         if user.uid not in _running_uids():
-            return True
+            break
         helper = os.fork()
         if helper == 0:  # kill(-1) as the uid itself reaches exactly its processes
             try:
@@ -194,6 +198,11 @@ def end_processes(user: StudentUser, rounds: int = 20) -> bool:
             finally:
                 os._exit(0)
         os.waitpid(helper, 0)
+    while reap:
+        try:
+            reap = os.waitpid(-1, os.WNOHANG)[0] != 0
+        except ChildProcessError:
+            break
     return user.uid not in _running_uids()
 
 

@@ -196,7 +196,7 @@ def _child(fd: int, link_fds: list[int], view: sandbox.View, request: dict, base
         if home is not None:
             sandbox.kill_leftovers()
             if user is not None:
-                studentuser.end_processes(user)
+                studentuser.end_processes(user, reap=True)
             _remove_home(home)
             if user is not None:
                 studentuser.remove_owned(user)
