@@ -141,10 +141,39 @@ def make_root(base: Path, source: Path, name: str, files: dict[str, bytes],
 
 
 def launch(root: Path, site: Path, python: Path, *, uid: int | None = None) -> subprocess.Popen:
-    """``run_autograder`` under the launcher that refuses namespaces (as ``uid``, if given)."""
+    """``run_autograder`` under the launcher that refuses namespaces (as ``uid``, if given),
+    in a session of its own, its output in ``<root>.log``; see :func:`finish`."""
     env = {**os.environ, "GRADESCOPE_ROOT": str(root), "AUTOGRADER_PYTHON": str(python),
            "PYTHONPATH": str(site)}
     command = [str(python), str(LAUNCHER), *(["--uid", str(uid)] if uid is not None else []),
                "bash", str(root / "run_autograder")]
-    return subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    with open(f"{root}.log", "w") as log:
+        return subprocess.Popen(command, cwd=root, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _session(sid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] != "Z":  # session id, state
+                found.append(int(entry.name))
+    return found
+
+
+def finish(proc: subprocess.Popen, root: Path, timeout: float = 240) -> tuple[str, list[int]]:
+    """Wait for ``run_autograder`` (killing its session past ``timeout``); returns its
+    output and the grader processes still alive once it ended (then killed)."""
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    left = _session(proc.pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, 9)
+    return Path(f"{root}.log").read_text(), left

@@ -25,6 +25,7 @@ import pytest
 from gradescope_env import (
     NOBODY,
     exclusive,
+    finish,
     install,
     launch,
     make_root,
@@ -139,8 +140,9 @@ def runs(machine):
         procs[name] = launch(root, site, python)
     roots["nobody"], open_site = _nobody_root(base, bundle, python)
     procs["nobody"] = launch(roots["nobody"], open_site, python, uid=NOBODY)
-    logs = {name: proc.communicate(timeout=240)[0] for name, proc in procs.items()}
+    finished = {name: finish(proc, roots[name]) for name, proc in procs.items()}
     ended = time.time()
+    logs = {name: log for name, (log, _left) in finished.items()}
     codes = {name: proc.returncode for name, proc in procs.items()}
     time.sleep(1.0)  # what a leftover process would still write, it writes by now
     data = {name: json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
@@ -153,7 +155,8 @@ def runs(machine):
     uids = {line.pop("uid") for lines in reports.values() for line in lines}
     return {"data": data, "logs": logs, "codes": codes, "roots": roots, "before": before,
             "reports": reports, "beats": beats, "ended": ended, "uids": uids,
-            "leftovers": _processes_of(uids)}
+            "leftovers": _processes_of(uids),
+            "grader_left": {name: left for name, (_log, left) in finished.items()}}
 
 
 def _honest_score() -> float:
@@ -234,6 +237,10 @@ def test_links_planted_in_tmp_led_nowhere(runs):
     for folder in WORLD_WRITABLE:  # what the student uid left was removed with it
         left = [p for p in Path(folder).iterdir() if p.lstat().st_uid in runs["uids"]]
         assert left == [], left
+
+
+def test_the_grader_left_nothing_running(runs):
+    assert runs["grader_left"] == {"quiet": [], "killer": [], "nobody": []}
 
 
 def test_nothing_the_student_started_outlived_grading(runs):
