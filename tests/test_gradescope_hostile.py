@@ -207,12 +207,9 @@ def test_the_killer_could_not_read_the_salt_write_results_or_signal_the_grader(r
 
 
 def test_source_and_results_stayed_closed_to_the_student(runs):
-    (read,) = runs["reports"]["read_source"]
-    assert set(read.values()) == {"refused 13"}, read
-    (written,) = runs["reports"]["write_results"]
-    assert set(written.values()) == {"refused 13"}, written
-    (scripts,) = runs["reports"]["rewrite_scripts"]
-    assert set(scripts.values()) == {"refused 13"}, scripts
+    for trick in ("read_source", "write_results", "rewrite_scripts"):
+        (got,) = runs["reports"][trick]
+        assert got and all(v == "refused 13" for v in got.values()), (trick, got)
     for name in ("quiet", "killer"):
         root = runs["roots"][name]
         after = _digest(root / "source")
