@@ -5,10 +5,14 @@ Laid out as Gradescope's autograder specification asks
 
 - ``setup.sh``: run once as root when Gradescope builds the image. It installs uv (pinned),
   the Python version the pins were taken from, the pinned requirements
-  (``requirements.txt``) and this package from the wheel in ``wheels/``;
+  (``requirements.txt``) and this package from the wheel in ``wheels/``, creates the
+  unprivileged ``autograder-student`` (student code runs as it where namespaces are
+  refused) and closes the package and this folder to every other user;
 - ``run_autograder``: run for every submission; it starts
-  ``python -m autograder.gradescope_run`` (see that module) and, should Python itself fail
-  to start, still writes a results.json that says so;
+  ``python -m autograder.gradescope_run`` (see that module) on a private output path and
+  installs that results.json only if it matches the digest the grader reports on
+  descriptor 3 and nothing else appeared in ``results/``; otherwise (the grader died,
+  was killed, or anything else wrote there) a results.json scoring 0 that says why;
 - ``config.json``: the assignment and the limits; ``salt``: a secret salt made for this
   bundle (or the course's, with ``salt_file``), so the hidden inputs stay unknown to
   students. The zip is the instructor's: keep it private.

@@ -23,7 +23,7 @@ from pipeline_helpers import A, read_nb, sample_submissions, without_plots
 
 from autograder.cli import main
 from autograder.engine.manifest import load
-from autograder.engine.settings import GradeSettings
+from autograder.engine.settings import STUDENT_UID, GradeSettings
 from autograder.grade import grade
 from autograder.gradescope import FALLBACK, make_bundle
 from autograder.gradescope_run import run
@@ -163,6 +163,10 @@ def test_the_bundle_follows_gradescopes_layout(bundle):
     with zipfile.ZipFile(source / wheel) as zf:
         assert f"autograder/manifests/{A}.json" in zf.namelist()
         assert "autograder/gradescope_run.py" in zf.namelist()
+    setup = (source / "setup.sh").read_text()
+    assert f"useradd --system --uid {STUDENT_UID}" in setup and f"--gid {STUDENT_UID}" in setup
+    assert "gradescope_run --prepare" in setup
+    assert setup.index("chmod -R a+rX") < setup.index("--prepare")  # closed after opened
     assert (source / "salt").read_text().strip() == SALT
     assert json.loads((source / "config.json").read_text())["assignment"] == A
     assert made.size < 2 << 20

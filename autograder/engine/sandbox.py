@@ -13,7 +13,8 @@ Two stages, both run in processes that never held grader code beyond the engine 
    resource limits, and every capability dropped with ``no_new_privs`` set.
 
 Where the kernel refuses namespaces, :func:`enter_view` reports what is missing and the
-child still gets limits, its own session and a subreaper that kills what it leaves.
+child still gets limits, its own session and a subreaper that kills what it leaves; a
+root grader also runs it as a separate unprivileged user (:mod:`.studentuser`).
 """
 
 from __future__ import annotations
