@@ -188,7 +188,7 @@ import json, os, signal, sys, time
 from autograder.engine.proxy import Zygote
 from autograder.engine.sandbox import SandboxLimits
 
-secret, host = sys.argv[1], int(sys.argv[2])
+secret, host, target = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 z = Zygote(figures=False, warm=False, tokenizer=False, isolate=False)
 a, b = z.spawn(SandboxLimits()), z.spawn(SandboxLimits())
 probe = f"""
@@ -210,8 +210,15 @@ open("/tmp/left-by-" + str(os.getuid()), "w").write("x")
 subprocess.Popen(["sleep", "60"], start_new_session=True)
 print(json.dumps(out))
 """
+swap = f"""
+import os
+home = os.getcwd()
+os.rename(home, home + ".moved")
+os.symlink({target!r}, home)  # hoping the grader's clean-up follows it
+"""
 replies = [json.loads("".join(o.get("text", "") for o in c.run(probe, seconds=30)["outputs"]))
            for c in (a, b)]
+b.run(swap, seconds=30)
 print(json.dumps({"isolation": z.isolation.protection, "replies": replies}))
 for c in (a, b):
     c.close()
@@ -222,12 +229,17 @@ z.close()
 def test_children_without_namespaces_run_as_separate_users(base):
     """Two children at once: two uids, neither root; a root-only file and the grader are
     out of reach; nothing on sys.path is theirs to write (a planted module would run
-    in the next child); their homes, files in /tmp and detached processes go with them."""
+    in the next child); their homes, files in /tmp and detached processes go with them.
+    A home swapped for a link leads the root clean-up nowhere."""
     python = readable_python(base)
     secret = base / "secret"
     secret.write_text("salt")
     secret.chmod(0o600)
-    done = subprocess.run([str(python), "-c", CHILDREN, str(secret), str(os.getpid())],
+    target = base / "roots-own"
+    (target / "sub").mkdir(parents=True)
+    (target / "sub").chmod(0o755)
+    done = subprocess.run([str(python), "-c", CHILDREN, str(secret), str(os.getpid()),
+                           str(target)],
                           capture_output=True, text=True, timeout=120, cwd=base,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr
@@ -240,7 +252,9 @@ def test_children_without_namespaces_run_as_separate_users(base):
         assert reply["secret"] == 13 and reply["signal"] == 1  # EACCES, EPERM
         assert reply["writable_path"] == []
         assert reply["home_owner"] == reply["uid"] and reply["home_mode"] == "0o700"
-        assert not Path(reply["home"]).exists()
+        assert not Path(reply["home"]).exists() and not Path(reply["home"]).is_symlink()
+        assert not Path(reply["home"] + ".moved").exists()
         assert not Path(f"/tmp/left-by-{reply['uid']}").exists()
+    assert oct((target / "sub").stat().st_mode & 0o777) == "0o755"
     users = Users(list(map(lambda u: StudentUser(u, u), uids)))
     assert users.take() is not None and not set(uids) & studentuser._running_uids()

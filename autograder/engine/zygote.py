@@ -20,6 +20,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import sys
 import tempfile
 import time
@@ -195,11 +196,11 @@ def _child(fd: int, link_fds: list[int], view: sandbox.View, request: dict, base
         os.waitpid(init, 0)
         if home is not None:
             sandbox.kill_leftovers()
-            if user is not None:
-                studentuser.end_processes(user, reap=True)
-            _remove_home(home)
-            if user is not None:
-                studentuser.remove_owned(user)
+            # a process of the uid still alive could swap what is removed below
+            if user is None or studentuser.end_processes(user, reap=True):
+                _remove_home(home)
+                if user is not None:
+                    studentuser.remove_owned(user)
         code = 0
     finally:
         os._exit(code)
@@ -235,7 +236,14 @@ def _student_init(sock_fd: int, go_r: int, view: sandbox.View, limits: sandbox.S
 
 
 def _remove_home(home: str) -> None:
-    """Remove a submission's home; a student may have left folders without permissions."""
+    """Remove a submission's home; a student may have left folders without permissions,
+    or (owning the home) put a link in its place: never followed, only removed."""
+    try:
+        if not stat.S_ISDIR(os.lstat(home).st_mode):
+            os.unlink(home)
+            return
+    except OSError:
+        return
     for folder, subfolders, _files in os.walk(home):
         for name in subfolders:
             path = os.path.join(folder, name)
