@@ -36,16 +36,19 @@ NOBODY = 65534
 
 
 @contextlib.contextmanager
-def exclusive() -> Iterator[None]:
+def exclusive(factory: pytest.TempPathFactory) -> Iterator[None]:
     """One module at a time runs children as student users (pytest-xdist runs modules side
-    by side): a module's checks for leftovers of its uids then see only its own."""
-    with open(os.path.join(tempfile.gettempdir(), "autograder-test-student-users.lock"),
-              "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    by side): a module's checks for leftovers of its uids then see only its own. The lock
+    lives in pytest's own folder for this user, above every worker's (never in /tmp,
+    where a student could have put a link in its place)."""
+    base = factory.getbasetemp()
+    folder = next((p for p in base.parents if p.name.startswith("pytest-of-")), base.parent)
+    fd = os.open(folder / "student-users.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def require_root() -> None:
@@ -174,6 +177,7 @@ def finish(proc: subprocess.Popen, root: Path, timeout: float = 240) -> tuple[st
         proc.kill()
         proc.wait()
     left = _session(proc.pid)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, 9)
+    if left:  # the group still has members, so its id is still this run's
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, 9)
     return Path(f"{root}.log").read_text(), left

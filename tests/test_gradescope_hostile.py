@@ -93,10 +93,10 @@ def _processes_of(wanted: set[int]) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def machine():
+def machine(tmp_path_factory):
     """A bundle installed as setup.sh installs it, on a Python every user may read."""
     require_root()
-    with exclusive():
+    with exclusive(tmp_path_factory):
         base = open_base("gradescope-hostile-")
         try:
             python = readable_python(base)

@@ -28,9 +28,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def base():
+def base(tmp_path_factory):
     require_root()
-    with exclusive():
+    with exclusive(tmp_path_factory):
         folder = open_base("studentuser-")
         try:
             yield folder
