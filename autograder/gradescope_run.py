@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import re
+import stat
 import sys
 import tempfile
 import time
@@ -251,7 +252,7 @@ def _guard(root: Path) -> None:
     os.chown(source, 0, 0)
     os.chmod(source, 0o700)
     os.chown(root, 0, 0)
-    os.chmod(root, root.stat().st_mode & ~0o022)
+    os.chmod(root, stat.S_IMODE(root.stat().st_mode) & ~0o022)
     package = Path(__file__).resolve().parent
     if readable_by(package, StudentUser(STUDENT_UID, STUDENT_UID)):
         raise Refused(f"the installed package {package} (checks and reference) is readable by "
