@@ -9,14 +9,25 @@ cell with its Chinese diagnosis, the written answers listed for grading by hand,
 total and a Chinese summary. Every way a submission can fail (no notebook, several,
 invalid JSON, a loop, a crash) still ends in a results.json with the reason and 0 points.
 ``GRADESCOPE_ROOT`` (default ``/autograder``) replaces the root, so it runs anywhere.
+
+Protection: the student's code runs in Linux namespaces where the container allows them,
+else (Gradescope runs this as root) as a separate unprivileged user, with ``source/``
+closed to it. Where neither is possible, or the installed package is open to every
+user, it refuses to grade (:data:`REFUSED`: every test 0, the reason in English for the
+instructor) rather than run student code beside the salt. ``run_autograder`` passes a
+private ``OUT`` path and a ``--digest-fd``: the results go there, their SHA-256 on that
+descriptor, and ``run_autograder`` installs them only if both agree.
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
 import json
 import logging
 import os
 import re
+import stat
 import sys
 import tempfile
 import time
@@ -24,12 +35,15 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["BundleConfig", "Picked", "pick_notebook", "student_id", "results_for", "run", "main"]
+__all__ = ["BundleConfig", "Picked", "pick_notebook", "student_id", "results_for", "run", "main",
+           "prepare", "Refused", "REFUSED"]
 
 log = logging.getLogger("autograder")
 
 CONFIG, SALT = "config.json", "salt"
 CRASHED = "评分程序内部出错（不是你的错误），本次暂记 0 分；教师会查看并重新评分。"
+REFUSED = ("评分环境无法保证安全地运行你的代码（不是你的错误），因此本次没有评分，暂记 0 分；"
+           "教师会修复评分环境后重新评分。")
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 #: Largest notebook copied for grading (the engine refuses anything above its own limit).
 MAX_COPY = (50 << 20) + 1
@@ -50,6 +64,14 @@ class BundleConfig:
     def read(cls, source: Path) -> BundleConfig:
         data = json.loads((source / CONFIG).read_text(encoding="utf-8"))
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+class Refused(Exception):
+    """Student code could not run protected here; ``reason`` is for the instructor."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -201,18 +223,59 @@ def results_for(config: BundleConfig, manifest, result=None, graded=None,
 
 def _engine(submission, settings) -> tuple:
     """The engine on one submission; should the sandbox not start at all here (a
-    container that half-allows namespaces), once more without namespaces."""
+    container that half-allows namespaces), once more without namespaces. Raises
+    :class:`Refused` where student code could only run unprotected."""
     from dataclasses import replace
 
-    from .engine.pool import SandboxUnavailable
+    from .engine.pool import SandboxUnavailable, Unprotected
     from .grade import grade_submissions
 
     try:
-        return grade_submissions([submission], settings=settings, jobs=1)
-    except SandboxUnavailable as err:
-        print(f"{err}: grading again without namespaces (limits and a subreaper only)")
-        return grade_submissions([submission], settings=replace(settings, isolate=False),
-                                 jobs=1)
+        try:
+            return grade_submissions([submission], settings=settings, jobs=1)
+        except Unprotected:
+            raise
+        except SandboxUnavailable as err:
+            print(f"{err}: grading again without namespaces (limits and a separate user)")
+            return grade_submissions([submission], settings=replace(settings, isolate=False),
+                                     jobs=1)
+    except Unprotected as err:
+        raise Refused(f"student code would run unprotected here ({err.reason}); grade as root "
+                      "(Gradescope's way) or where Linux namespaces are allowed") from None
+
+
+def _guard(root: Path) -> None:
+    """As root (Gradescope's way): close ``source/`` (salt, config, wheel) and the root to
+    every other user, and refuse if the installed package is open to them (setup.sh
+    closes it: :func:`prepare`). Not root: the engine decides (namespaces, or a refusal)."""
+    from .engine.settings import STUDENT_UID
+    from .engine.studentuser import StudentUser, readable_by
+
+    if os.geteuid() != 0:
+        return
+    source = root / "source"
+    os.chown(source, 0, 0)
+    os.chmod(source, 0o700)
+    os.chown(root, 0, 0)
+    os.chmod(root, stat.S_IMODE(root.stat().st_mode) & ~0o022)
+    package = Path(__file__).resolve().parent
+    if readable_by(package, StudentUser(STUDENT_UID, STUDENT_UID)):
+        raise Refused(f"the installed package {package} (checks and reference) is readable by "
+                      "every user, so student code could read it without namespaces: run "
+                      "setup.sh again, or `python -m autograder.gradescope_run --prepare`")
+
+
+def prepare(source: Path) -> list[Path]:
+    """setup.sh's last step, as root: close the installed package (its checks and the
+    reference) and the bundle's folder to every other user; returns what it closed."""
+    package = Path(__file__).resolve().parent
+    closed = []
+    for path, mode in ((package, 0o700), (source, 0o700), (source / SALT, 0o600)):
+        if path.exists():
+            os.chown(path, 0, 0)
+            os.chmod(path, mode)
+            closed.append(path)
+    return closed
 
 
 def _grade(root: Path, config: BundleConfig, manifest) -> dict:
@@ -222,9 +285,10 @@ def _grade(root: Path, config: BundleConfig, manifest) -> dict:
     picked = pick_notebook(root / "submission", config.assignment)
     if picked.path is None:
         return results_for(config, manifest, reason=picked.reason)
+    _guard(root)  # before the salt is read or any student code runs
     salt = (root / "source" / SALT).read_text(encoding="utf-8").strip()
     settings = GradeSettings(timeout=config.timeout, cell_timeout=config.cell_timeout,
-                             memory_mb=config.memory_mb, salt=salt)
+                             memory_mb=config.memory_mb, salt=salt, allow_unprotected=False)
     student = student_id(root)
     with tempfile.TemporaryDirectory(prefix="gradescope-") as work:
         folder = Path(work) / student / config.assignment
@@ -238,6 +302,14 @@ def _grade(root: Path, config: BundleConfig, manifest) -> dict:
     return results_for(config, manifest, row, records[0])
 
 
+def _refused(config: BundleConfig, manifest, reason: str) -> dict:
+    print(f"REFUSED TO GRADE: {reason}. Every test scores 0; fix the container and "
+          "regrade.")  # stdout: shown to instructors only
+    data = results_for(config, manifest, reason=REFUSED)
+    data["extra_data"]["refused"] = reason
+    return data
+
+
 def _crashed(config: BundleConfig | None, manifest) -> dict:
     print(traceback.format_exc())  # stdout: shown to instructors only
     if config is None or manifest is None:
@@ -245,10 +317,8 @@ def _crashed(config: BundleConfig | None, manifest) -> dict:
     return results_for(config, manifest, reason=CRASHED)
 
 
-def run(root: Path | None = None) -> dict:
-    """Grade ``<root>/submission`` and write ``<root>/results/results.json``."""
+def _run(root: Path, out: Path) -> tuple[dict, bytes]:
     started = time.monotonic()
-    root = Path(root or os.environ.get("GRADESCOPE_ROOT") or "/autograder")
     config = manifest = None
     try:
         from .engine.manifest import load
@@ -256,23 +326,46 @@ def run(root: Path | None = None) -> dict:
         config = BundleConfig.read(root / "source")
         manifest = load(config.assignment)
         data = _grade(root, config, manifest)
+    except Refused as err:
+        data = _refused(config, manifest, err.reason)
     except Exception:  # anything at all still ends in a results.json
         data = _crashed(config, manifest)
     data["execution_time"] = round(time.monotonic() - started, 1)
-    target = root / "results" / "results.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".json.partial")
-    partial.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    partial.replace(target)
-    return data
+    text = (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_suffix(".json.partial")
+    partial.write_bytes(text)
+    partial.replace(out)
+    return data, text
+
+
+def run(root: Path | None = None, out: Path | None = None) -> dict:
+    """Grade ``<root>/submission`` and write ``out`` (default ``<root>/results/results.json``)."""
+    root = Path(root or os.environ.get("GRADESCOPE_ROOT") or "/autograder")
+    return _run(root, Path(out) if out else root / "results" / "results.json")[0]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m autograder.gradescope_run [ROOT]``: always exits 0 once results exist."""
+    """``python -m autograder.gradescope_run [ROOT [OUT]] [--digest-fd N]``: always exits 0
+    once results exist, their SHA-256 then written to descriptor N; ``--prepare [SOURCE]``
+    is setup.sh's last step (:func:`prepare`)."""
     logging.basicConfig(stream=sys.stdout, level=logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    args = sys.argv[1:] if argv is None else argv
-    data = run(Path(args[0]) if args else None)
+    parser = argparse.ArgumentParser(prog="python -m autograder.gradescope_run")
+    parser.add_argument("root", nargs="?", type=Path)
+    parser.add_argument("out", nargs="?", type=Path)
+    parser.add_argument("--digest-fd", type=int)
+    parser.add_argument("--prepare", action="store_true")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.prepare:
+        closed = prepare(args.root or Path("/autograder/source"))
+        print("closed to other users: " + ", ".join(map(str, closed)))
+        return 0
+    root = args.root or Path(os.environ.get("GRADESCOPE_ROOT") or "/autograder")
+    data, text = _run(root, args.out or root / "results" / "results.json")
+    if args.digest_fd is not None:  # after the file is complete: run_autograder checks both
+        os.write(args.digest_fd, hashlib.sha256(text).hexdigest().encode() + b"\n")
+        os.close(args.digest_fd)
     print(f"score {data['score']:g}; results.json written in {data['execution_time']} s")
     return 0
 

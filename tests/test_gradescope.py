@@ -23,9 +23,9 @@ from pipeline_helpers import A, read_nb, sample_submissions, without_plots
 
 from autograder.cli import main
 from autograder.engine.manifest import load
-from autograder.engine.settings import GradeSettings
+from autograder.engine.settings import STUDENT_UID, GradeSettings
 from autograder.grade import grade
-from autograder.gradescope import make_bundle
+from autograder.gradescope import FALLBACK, make_bundle
 from autograder.gradescope_run import run
 
 pytestmark = pytest.mark.e2e
@@ -163,6 +163,10 @@ def test_the_bundle_follows_gradescopes_layout(bundle):
     with zipfile.ZipFile(source / wheel) as zf:
         assert f"autograder/manifests/{A}.json" in zf.namelist()
         assert "autograder/gradescope_run.py" in zf.namelist()
+    setup = (source / "setup.sh").read_text()
+    assert f"useradd --system --uid {STUDENT_UID}" in setup and f"--gid {STUDENT_UID}" in setup
+    assert "gradescope_run --prepare" in setup
+    assert setup.index("chmod -R a+rX") < setup.index("--prepare")  # closed after opened
     assert (source / "salt").read_text().strip() == SALT
     assert json.loads((source / "config.json").read_text())["assignment"] == A
     assert made.size < 2 << 20
@@ -240,7 +244,9 @@ def test_a_grader_that_cannot_start_still_writes_results(bundle, tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 0
     data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
-    assert data["score"] == 0.0 and "评分程序未能启动" in data["output"]
+    assert data["score"] == 0.0 and data["output"] == FALLBACK
+    assert "exited with status 1" in data["extra_data"]["grader"] and \
+        "exited with status 1" in done.stdout
 
 
 def test_a_crash_inside_the_grader_still_writes_results(bundle, tmp_path, capsys):

@@ -3,6 +3,8 @@
 - :mod:`.wire`: messages and values on the socket between host and child (data only);
 - :mod:`.srepr`: SymPy values rebuilt in the host by a whitelist reader;
 - :mod:`.sandbox`: Linux namespaces, limits and the file-system view of the child;
+- :mod:`.studentuser`: without namespaces, a separate unprivileged user per child (root grader);
+- :mod:`.seccomp`: a filter that refuses named system calls;
 - :mod:`.kernel`: the child side: IPython semantics, outputs as nbformat outputs;
 - :mod:`.zygote`: the pre-warmed process the children are forked from;
 - :mod:`.proxy`: the host side of one child: requests, deadlines, remote functions;

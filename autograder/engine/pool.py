@@ -24,7 +24,7 @@ from pathlib import Path
 from ..course import CourseError
 from .settings import GradeSettings
 
-__all__ = ["Task", "Graded", "grade_tasks", "SandboxUnavailable", "WATCHDOG_SLACK"]
+__all__ = ["Task", "Graded", "grade_tasks", "SandboxUnavailable", "Unprotected", "WATCHDOG_SLACK"]
 
 log = logging.getLogger("autograder.engine")
 
@@ -86,11 +86,15 @@ def _worker(conn: Connection, settings: GradeSettings, level: int, zygote) -> No
     from .proxy import ZygoteError
 
     try:
-        missing = zygote.isolation.missing
+        isolation = zygote.isolation
     except ZygoteError as err:
         conn.send(("dead", str(err)))
         return
-    conn.send(("ready", missing))
+    if isolation.protection == "none" and not settings.allow_unprotected:
+        conn.send(("unprotected", isolation.missing))  # before any child runs
+        zygote.close()
+        return
+    conn.send(("ready", (isolation.protection, isolation.missing)))
     try:
         while True:
             try:
@@ -194,6 +198,7 @@ def _run_batch(tasks: list[Task], workers: list[_Worker], ctx, settings: GradeSe
     # with one worker grading a long notebook while the others wait
     pending = sorted(enumerate(tasks), key=lambda item: _size(item[1]))
     results: dict[int, Graded] = {}
+    said: set[str] = set()  # the sandbox's protections are logged once, not per worker
     try:
         while len(results) < len(tasks):
             for w in workers:
@@ -203,7 +208,7 @@ def _run_batch(tasks: list[Task], workers: list[_Worker], ctx, settings: GradeSe
                 while w.ready and pending and (not w.queue or (
                         len(w.queue) < PREFETCH and len(pending) > len(workers))):
                     w.give(*pending.pop())
-            for position, graded in _collect(workers, ctx, settings, zygote, pending):
+            for position, graded in _collect(workers, ctx, settings, zygote, pending, said):
                 results[position] = graded
                 if progress:
                     progress(graded)
@@ -219,6 +224,17 @@ class SandboxUnavailable(CourseError):
     def __init__(self, reason: str) -> None:
         super().__init__(f"the sandbox could not be started ({reason}); what it said is in "
                          "grading.log beside the results")
+
+
+class Unprotected(SandboxUnavailable):
+    """Student code would run as the grader's own user, and the settings forbid it
+    (``allow_unprotected=False``); no child was started."""
+
+    def __init__(self, reason: str) -> None:
+        CourseError.__init__(self, f"refusing to grade: student code would run unprotected "
+                                   f"here ({reason}); run the grader as root or where Linux "
+                                   "namespaces are allowed")
+        self.reason = reason
 
 
 def _preload(assignments: set[str]) -> None:
@@ -250,7 +266,7 @@ def _size(task: Task) -> int:
 
 
 def _collect(workers: list[_Worker], ctx, settings: GradeSettings, zygote,
-             pending: list[tuple[int, Task]]) -> list[tuple[int, Graded]]:
+             pending: list[tuple[int, Task]], said: set[str]) -> list[tuple[int, Graded]]:
     """Wait up to a few seconds for news from the workers; replace dead or stuck ones
     (the tasks queued behind a lost one go back to ``pending``)."""
     limit = settings.timeout + WATCHDOG_SLACK
@@ -264,8 +280,9 @@ def _collect(workers: list[_Worker], ctx, settings: GradeSettings, zygote,
                 kind, payload = "dead", "the grading worker exited"
             if kind == "ready":
                 w.ready = True
-                if payload:
-                    log.warning("sandbox: %s", payload)
+                _say_protection(*payload, said)
+            elif kind == "unprotected":
+                raise Unprotected(payload)
             elif kind == "done":
                 finished.append(payload)
                 w.finished()
@@ -277,6 +294,16 @@ def _collect(workers: list[_Worker], ctx, settings: GradeSettings, zygote,
             finished += _lost(w, f"grading worker stuck for more than {limit:g} s", pending)
             workers[i] = _Worker(ctx, settings, zygote)
     return finished
+
+
+def _say_protection(protection: str, missing: str, said: set[str]) -> None:
+    """Log which protections the children get, once per batch."""
+    if protection not in said:
+        said.add(protection)
+        if protection == "namespaces":
+            log.info("sandbox: Linux namespaces")
+        else:
+            log.warning("sandbox (%s): %s", protection, missing)
 
 
 def _lost(worker: _Worker, reason: str,

@@ -35,7 +35,8 @@ from . import wire
 from .errors import BadValue, ChildGone, Interrupted, Missing, Raised
 from .sandbox import SandboxLimits
 
-__all__ = ["Zygote", "ZygoteLink", "Child", "RemoteFunction", "call_deadline", "GRACE", "ZygoteError"]
+__all__ = ["Zygote", "ZygoteLink", "Child", "RemoteFunction", "call_deadline", "GRACE", "ZygoteError",
+           "Isolation", "PROTECTIONS"]
 
 log = logging.getLogger("autograder.engine")
 
@@ -73,16 +74,26 @@ def _zygote_env() -> dict[str, str]:
     package_parent = Path(__file__).resolve().parent.parent.parent
     env.update({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                 "PYTHONPATH": str(package_parent), "PYTHONNOUSERSITE": "1",
-                "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "agg"})
+                "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "agg",
+                # nor the working folder (Python 3.11+): without namespaces, a student who
+                # plants /tmp/bdb.py must not run code in the next child that imports bdb
+                "PYTHONSAFEPATH": "1"})
     return env
+
+
+#: What the zygote's children get (see :func:`.zygote._protection`): Linux namespaces; a
+#: separate unprivileged user per child; or nothing beyond limits (the grader's own user).
+PROTECTIONS = ("namespaces", "separate-user", "none")
 
 
 @dataclass(frozen=True)
 class Isolation:
-    """What the zygote achieved: namespaces in force, or which protections are missing."""
+    """What the zygote achieved: namespaces in force, or which protections are missing;
+    ``protection`` is one of :data:`PROTECTIONS`."""
 
     isolated: bool
     missing: str
+    protection: str = "none"
 
 
 class ZygoteLink:
@@ -125,7 +136,9 @@ class ZygoteLink:
         if not isinstance(ready, dict):
             self.close()
             raise ZygoteError("the sandbox's zygote exited while starting; see the log")
-        return Isolation(bool(ready.get("isolated")), str(ready.get("missing", "")))
+        protection = ready.get("protection")
+        return Isolation(bool(ready.get("isolated")), str(ready.get("missing", "")),
+                         protection if protection in PROTECTIONS else "none")
 
     def spawn(self, limits: SandboxLimits) -> Child:
         """A new sandboxed child, ready for requests."""
@@ -247,7 +260,7 @@ class Zygote(ZygoteLink):
              str(self.root), options],
             pass_fds=[theirs.fileno()], env=_zygote_env(), stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            cwd=tempfile.gettempdir())
+            cwd=self.root)  # root's own: `-m` puts the working folder first on sys.path
         theirs.close()
         threading.Thread(target=self._relay_log, daemon=True).start()
 

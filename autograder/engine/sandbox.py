@@ -13,7 +13,8 @@ Two stages, both run in processes that never held grader code beyond the engine 
    resource limits, and every capability dropped with ``no_new_privs`` set.
 
 Where the kernel refuses namespaces, :func:`enter_view` reports what is missing and the
-child still gets limits, its own session and a subreaper that kills what it leaves.
+child still gets limits, its own session and a subreaper that kills what it leaves; a
+root grader also runs it as a separate unprivileged user (:mod:`.studentuser`).
 """
 
 from __future__ import annotations
@@ -153,6 +154,7 @@ def enter_view(root: Path, hidden: list[Path]) -> View:
     view); run by another user, to that user.
     """
     uid, gid = os.getuid(), os.getgid()
+    mapper = None
     try:
         if uid == 0:
             mapper = _IdMapper()
@@ -161,6 +163,8 @@ def enter_view(root: Path, hidden: list[Path]) -> View:
             _unshare(CLONE_NEWUSER | CLONE_NEWNS)
             _map_ids(uid, gid)
     except OSError as err:
+        if mapper is not None:  # else every child inherits its pipes, and it lingers
+            mapper.cancel()
         return View(False, f"{MISSING_WITHOUT_NAMESPACES} (namespaces refused: {err})")
     tmp = _build_root(root, hidden)
     if uid == 0:
@@ -191,6 +195,13 @@ class _IdMapper:
             finally:
                 os.write(self.done_w, bytes([code]))
                 os._exit(code)
+
+    def cancel(self) -> None:
+        """No namespace after all: end the helper and close its pipes."""
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        for fd in (self.go_r, self.go_w, self.done_r, self.done_w):
+            os.close(fd)
 
     def map_to_nobody(self) -> None:
         os.write(self.go_w, b"x")

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GradeSettings", "DEFAULTS", "PRACTICE_SALT", "EXTENSION_MODES", "DEFAULT_EXTENSIONS"]
+__all__ = ["GradeSettings", "DEFAULTS", "PRACTICE_SALT", "EXTENSION_MODES", "DEFAULT_EXTENSIONS",
+           "STUDENT_USER", "STUDENT_UID", "STUDENT_SLOTS"]
 
 #: The salt of practice runs (``autograder check``, the exercises edition, plain
 #: ``nbgrader autograde`` without ``AUTOGRADER_SALT``): public, so never used to grade
@@ -19,6 +20,15 @@ PRACTICE_SALT = "lecture9-self-attention/practice"
 EXTENSION_MODES = ("graded", "practice", "omit")
 DEFAULT_EXTENSIONS = "practice"
 
+#: Without namespaces, a grader running as root runs each child as a separate user: the
+#: account the Gradescope bundle's setup.sh creates (uid and gid ``STUDENT_UID``), and
+#: ``STUDENT_SLOTS`` numeric ids from ``STUDENT_UID`` on for children that run at once
+#: (each used only while no account claims it and no process runs under it). 60600 lies
+#: in a range no distribution or systemd allocates (60578-61183).
+STUDENT_USER = "autograder-student"
+STUDENT_UID = 60600
+STUDENT_SLOTS = 64
+
 
 @dataclass(frozen=True)
 class GradeSettings:
@@ -29,7 +39,10 @@ class GradeSettings:
     grading machine is itself a per-submission container, e.g. Gradescope's);
     ``output_mb``: output one notebook keeps, all cells together (the host counts it and
     accepts no larger answer from the child; the rest is replaced by a notice). The
-    answer keys' outputs, figures included, are a small fraction of it."""
+    answer keys' outputs, figures included, are a small fraction of it;
+    ``allow_unprotected``: grade even where student code would run as the grader's own
+    user (no namespaces, and not root, so no separate user either); the Gradescope
+    bundle refuses to grade there instead."""
 
     timeout: float = 300.0
     cell_timeout: float = 60.0
@@ -37,6 +50,7 @@ class GradeSettings:
     salt: str = PRACTICE_SALT
     isolate: bool = True
     output_mb: int = 16
+    allow_unprotected: bool = True
 
 
 DEFAULTS = GradeSettings()

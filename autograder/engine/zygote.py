@@ -20,12 +20,13 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from . import sandbox, wire
+from . import sandbox, studentuser, wire
 from .kernel import Kernel, prepare, serve
 
 # Forking after OpenBLAS started its threads can deadlock; the host sets these too.
@@ -73,22 +74,46 @@ def main(argv: list[str]) -> int:
     if missing:
         _log(f"{len(missing)} open file(s) cannot be reopened in the view, so children share "
              f"their offsets: {', '.join(missing)}")
+    users, protection, said = _protection(view)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    ready = json.dumps({"ready": True, "isolated": view.isolated, "missing": view.missing,
+    ready = json.dumps({"ready": True, "isolated": view.isolated, "missing": said,
+                        "protection": protection,
                         "seconds": round(time.monotonic() - started, 3)}).encode()
     control.send(ready)
-    _log(f"ready in {time.monotonic() - started:.2f} s, isolated={view.isolated}")
-    _serve_links([control], ready, view, base, kernel, files)
+    _log(f"ready in {time.monotonic() - started:.2f} s, protection={protection}")
+    _serve_links([control], ready, view, base, kernel, files, users)
     return 0
 
 
+def _protection(view: sandbox.View) -> tuple[studentuser.Users | None, str, str]:
+    """Which walls children get: ``namespaces``; else, for a root zygote, a
+    ``separate-user`` per child; else ``none``. Also what is missing, in words."""
+    if view.isolated:
+        return None, "namespaces", ""
+    why = view.missing.removeprefix(sandbox.MISSING_WITHOUT_NAMESPACES).strip()
+    users, refused = studentuser.Users.find()
+    unreadable = studentuser.unreadable_python(users.candidates[0]) if users else []
+    if unreadable:  # every cell would fail to import what the zygote did not (IPython's bdb)
+        users, refused = None, (f"it could not read {', '.join(unreadable)}: install Python "
+                                "where every user may read it")
+    if users is None:
+        return None, "none", f"{view.missing}; no separate user either ({refused})"
+    said = (f"no namespaces {why}: each child runs as a separate user ({users.describe()}) "
+            "with no capability and no_new_privs, so it reads only what every user may read, "
+            "cannot write the grader's folders or signal the grader; without namespaces it "
+            "still reads world-readable files and uses the network")
+    return users, "separate-user", said
+
+
 def _serve_links(links: list[socket.socket], ready: bytes, view: sandbox.View, base: int,
-                 kernel: Kernel, files: dict[int, str]) -> None:
+                 kernel: Kernel, files: dict[int, str], users: studentuser.Users | None) -> None:
     """Answer requests on every control link until the last one closes.
 
     ``link`` (with a socket) adds a link, answered with the ready message: each grading
     worker gets its own, so one warm zygote serves them all. ``spawn`` (with a socket)
-    forks a child for it and answers the child's PID on the link that asked.
+    forks a child for it and answers the child's PID on the link that asked; without
+    namespaces, as the ids ``users`` hands out (none free: the child is refused, and the
+    host sees it did not start).
     """
     while links:
         readable, _, _ = select.select(links, [], [])
@@ -109,10 +134,17 @@ def _serve_links(links: list[socket.socket], ready: bytes, view: sandbox.View, b
                 links.append(socket.socket(fileno=fds[0]))
                 _answer(links, links[-1], ready)
             else:
-                pid = os.fork()
-                if pid == 0:
-                    _child(fds[0], [x.fileno() for x in links], view, request, base, kernel,
-                           files)
+                user = users.take() if users is not None else None
+                pid = 0
+                if users is not None and user is None:
+                    _log("every student uid is in use: a child is refused")
+                else:
+                    pid = os.fork()
+                    if pid == 0:
+                        _child(fds[0], [x.fileno() for x in links], view, request, base,
+                               kernel, files, user)
+                    if user is not None:
+                        users.hold(user, pid)
                 os.close(fds[0])
                 _answer(links, link, json.dumps({"pid": pid}).encode())
 
@@ -127,9 +159,10 @@ def _answer(links: list[socket.socket], link: socket.socket, message: bytes) -> 
 
 
 def _child(fd: int, link_fds: list[int], view: sandbox.View, request: dict, base: int,
-           kernel: Kernel, files: dict[int, str]) -> None:
+           kernel: Kernel, files: dict[int, str], user: studentuser.StudentUser | None) -> None:
     """In the fork: shed the zygote's descriptors, make its open files private, isolate,
-    fork the student's PID 1."""
+    fork the student's PID 1 (as ``user``, without namespaces, if given); once it is
+    gone, end what it left."""
     code = 1
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -148,11 +181,13 @@ def _child(fd: int, link_fds: list[int], view: sandbox.View, request: dict, base
         sandbox.isolate_child(view)
         # without namespaces the home is a real folder, removed once everything is gone
         home = None if view.isolated else tempfile.mkdtemp(prefix="autograder-student-")
+        if home is not None and user is not None:
+            os.chown(home, user.uid, user.gid)
         go_r, go_w = os.pipe()
         init = os.fork()
         if init == 0:
             os.close(go_w)
-            _student_init(sock_fd, go_r, view, limits, base, kernel, home)
+            _student_init(sock_fd, go_r, view, limits, base, kernel, home, user)
         os.close(go_r)
         sock = socket.socket(fileno=sock_fd)
         wire.send(sock, {"init": init})
@@ -161,14 +196,19 @@ def _child(fd: int, link_fds: list[int], view: sandbox.View, request: dict, base
         os.waitpid(init, 0)
         if home is not None:
             sandbox.kill_leftovers()
-            _remove_home(home)
+            # a process of the uid still alive could swap what is removed below
+            if user is None or studentuser.end_processes(user, reap=True):
+                _remove_home(home)
+                if user is not None:
+                    studentuser.remove_owned(user)
         code = 0
     finally:
         os._exit(code)
 
 
 def _student_init(sock_fd: int, go_r: int, view: sandbox.View, limits: sandbox.SandboxLimits,
-                  base: int, kernel: Kernel, home: str | None) -> None:
+                  base: int, kernel: Kernel, home: str | None,
+                  user: studentuser.StudentUser | None) -> None:
     """PID 1 of the submission's namespace: private folders, limits, no privileges, serve."""
     code = 1
     try:
@@ -187,6 +227,8 @@ def _student_init(sock_fd: int, go_r: int, view: sandbox.View, limits: sandbox.S
         sandbox.apply_limits(limits, base)
         if view.isolated:
             sandbox.drop_privileges()
+        elif user is not None:
+            studentuser.become(user)
         serve(socket.socket(fileno=sock_fd), kernel)
         code = 0
     finally:
@@ -194,7 +236,14 @@ def _student_init(sock_fd: int, go_r: int, view: sandbox.View, limits: sandbox.S
 
 
 def _remove_home(home: str) -> None:
-    """Remove a submission's home; a student may have left folders without permissions."""
+    """Remove a submission's home; a student may have left folders without permissions,
+    or (owning the home) put a link in its place: never followed, only removed."""
+    try:
+        if not stat.S_ISDIR(os.lstat(home).st_mode):
+            os.unlink(home)
+            return
+    except OSError:
+        return
     for folder, subfolders, _files in os.walk(home):
         for name in subfolders:
             path = os.path.join(folder, name)
