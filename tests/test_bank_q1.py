@@ -13,7 +13,7 @@ from seeds import surviving_seeds
 
 from autograder import reference as ref
 from autograder.bank import checks_for, evaluate, q1_apple, q1_hand, run_check
-from autograder.compare import CheckFailed
+from autograder.compare import CheckFailed, fmt
 from autograder.samples import q1 as samples_q1
 
 A = "q1_value_scaling"
@@ -305,8 +305,8 @@ def test_a_malformed_earlier_step_leaves_only_the_exact_value(bad):
     values = _chain([1.0, 0.0])
     values["scores_1"] = bad
     _run_step("scaled_1", values)  # the exact value still passes
-    values["scaled_1"] = [0.5, 0.0]
-    with pytest.raises(CheckFailed, match="期望"):
+    values["scaled_1"] = [0.6, 0.0]
+    with pytest.raises(CheckFailed, match=r"scaled_1 = \[0\.6, 0\. *\] 不对（容差"):
         _run_step("scaled_1", values)
 
 
@@ -474,3 +474,22 @@ def test_the_hidden_inputs_alone_see_every_code_mistake_on_every_seed(variant, c
                                  for k in CALLS[cell][1]}, seed=0).passed:
         pytest.skip("this cell is lost through its visible asserts only")
     assert _hidden_sweep(variant, cell) == []
+
+
+@pytest.mark.parametrize("variable", HAND_CHAIN)
+def test_a_wrong_step_is_not_told_the_right_value(variable):
+    """What came back and what is wrong with it, never the value: the exercises edition
+    shows the message as soon as a student checks a guess."""
+    values = _chain([1.0, 0.0])
+    exact = values[variable]
+    values[variable] = np.asarray(exact) + 0.05
+    with pytest.raises(CheckFailed) as err:
+        _run_step(variable, values)
+    assert fmt(exact) not in str(err.value) and "期望" not in str(err.value)
+
+
+def test_a_wrong_apple_value_is_not_told_the_right_value(solution):
+    with pytest.raises(CheckFailed) as err:
+        run_check("q1.apple_outputs", self_attention=_broken, apple_A=solution.apple_A + 0.1,
+                  apple_B=solution.apple_B)
+    assert fmt(solution.apple_A) not in str(err.value) and "期望" not in str(err.value)

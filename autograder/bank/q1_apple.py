@@ -82,8 +82,8 @@ def _grade(got: object, what: str, name: str, pick, own, diagnose) -> None:
         both = [reference(name)] + ([own] if own is not None else [])
         for out, weights in both:
             cause = cause or _row_hint(arr, out if expected.shape == (2,) else weights, name)
-    fail(f"{what} 不对：得到 {fmt(arr)}，期望 {fmt(expected)}（容差 {TOL:g}；"
-         f"与你自己的 self_attention 在这句上算出的结果一致也算对）。{cause}")
+    fail(f"{what} = {fmt(arr)} 不对：它既不等于精确值，也不是你自己的 self_attention "
+         f"在这句上算出的结果（容差 {TOL:g}）。{cause}")
 
 
 @check("q1.apple_weights", "“苹果”在两句里对各词的权重")

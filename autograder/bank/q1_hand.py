@@ -84,16 +84,18 @@ def _value(got: object, what: str, shape: tuple[int, ...]) -> np.ndarray:
 def _step(got: object, what: str, *, exact: np.ndarray, carried: np.ndarray | None,
           source: str, diagnoses: Sequence[Diagnosis] = ()) -> np.ndarray:
     """Pass when ``got`` is ``carried`` (the lecture's rule applied to the student's own
-    previous value, named ``source``) or the exact value; else say which and why."""
+    previous value, named ``source``) or the exact value; else say what is wrong with it."""
     arr = _value(got, what, exact.shape)
     targets = [t for t in (carried, exact) if t is not None]
     if any(_close(arr, t) for t in targets):
         return arr
+    # what came back and why it is wrong, never the right value: the exercises edition
+    # shows this message the moment a student checks a guess
     cause = _cause(arr, targets, diagnoses)
     if carried is None or _close(carried, exact):
-        fail(f"{what} 不对：期望 {fmt(exact)}，得到 {fmt(arr)}（容差 {TOL:g}）。{cause}")
-    fail(f"{what} 不对：得到 {fmt(arr)}。由你上一步的 {source} 按讲义的做法应得 {fmt(carried)}"
-         f"（容差 {TOL:g}；直接写精确值 {fmt(exact)} 也算对）。{cause}")
+        fail(f"{what} = {fmt(arr)} 不对（容差 {TOL:g}）。{cause}")
+    fail(f"{what} = {fmt(arr)} 不对：它既不是由你上一步的 {source} 按讲义的做法算出来的，"
+         f"也不等于精确值（容差 {TOL:g}）。{cause}")
     return arr  # unreachable
 
 
