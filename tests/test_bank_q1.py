@@ -99,11 +99,14 @@ def test_hard_coded_hand_example_earns_nothing_for_the_functions():
 
 
 @pytest.mark.parametrize("value, message", [
-    (3.0, "3/2"), (2 / 3, "方向反了"), (1.0, "加权求和"), ("1.5", "字符串"), (None, "None"),
+    (3.0, "把 W_v 的新系数当成了倍数"), (2 / 3, "方向反了"), (1.0, "加权求和"), ("1.5", "字符串"),
+    (None, "None"), (float("nan"), "不对"),
 ])
-def test_wrong_scale_factor_is_explained(value, message):
-    with pytest.raises(CheckFailed, match=message):
+def test_wrong_scale_factor_is_explained_without_the_right_value(value, message):
+    with pytest.raises(CheckFailed, match=message) as err:
         run_check("q1.output_scale_factor", output_scale_factor=value)
+    if not isinstance(value, str):  # a string answer is quoted back as it came
+        assert "1.5" not in str(err.value) and "3/2" not in str(err.value)
 
 
 @pytest.mark.parametrize("value", [1.5, 3 / 2, np.float32(1.5), sp.Rational(3, 2)])
@@ -235,6 +238,11 @@ def test_the_hand_steps_end_where_the_reference_does():
     output, weights = ref.hand_example(v_scale=3.0)
     assert np.allclose(q1_hand.EXACT_WEIGHTS, weights[0])
     assert np.allclose(q1_hand.EXACT_OUTPUT, output[0])
+    # the model answer: every step but the last is the lecture's (W_v = 2I) own
+    assert np.allclose(q1_hand.EXACT_WEIGHTS, ref.hand_example(v_scale=2.0)[1][0])
+    assert np.allclose(q1_hand.EXACT_SCALED, [0.707, 0], atol=1e-3)
+    assert np.allclose(q1_hand.EXACT_EXPS, [2.028, 1], atol=1e-3)
+    assert abs(float(q1_hand.EXACT_TOTAL) - 3.028) < 1e-3
 
 
 HAND_CHAIN = ("scores_1", "scaled_1", "exps_1", "total_1", "weights_1", "output_1")
@@ -327,6 +335,9 @@ def test_apple_has_one_embedding_and_two_representations(solution):
     assert out_a[row_a][0] > out_a[row_a][1] and out_b[row_b][1] > out_b[row_b][0]
     assert q1_apple.SENTENCES["A"][int(np.argmax(w_a[row_a]))] == "公司"
     assert q1_apple.SENTENCES["B"][int(np.argmax(w_b[row_b]))] == "咬"
+    # B mirrors A (the model answer quotes A's numbers for both)
+    assert np.isclose(w_a[row_a].max(), w_b[row_b].max())
+    assert np.allclose(out_b[row_b], out_a[row_a][::-1])
 
 
 def _broken(X, W_q, W_k, W_v):
@@ -400,10 +411,11 @@ def test_self_attention_inputs_leave_the_softmax_unsaturated(name):
     spy = _Spy()
     for seed in range(200):
         evaluate(name, {"self_attention": spy}, seed=seed)
-    for X, W_q, W_k, _W_v in spy.calls:
-        d_model, d_k = W_q.shape
+    for X, W_q, W_k, W_v in spy.calls:
+        (d_model, d_k), d_v = W_q.shape, W_v.shape[1]
         weights = ref.softmax((X @ W_q) @ (X @ W_k).T / np.sqrt(d_k))
-        assert weights.max() < 0.999 and d_model != d_k
+        assert weights.max() < 0.999 and d_model != d_k and d_model != d_v
+        assert d_v != d_k or name == "q1.value_scaling"  # its first pair has d_v = d_k
         wrong = ref.softmax((X @ W_q) @ (X @ W_k).T / np.sqrt(d_model))
         assert np.abs(wrong - weights).max() > 1e-4  # √d_model shows
 

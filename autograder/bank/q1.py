@@ -12,7 +12,7 @@ import sympy as sp
 
 from .. import misconceptions as mc
 from .. import reference as ref
-from ..compare import as_array, as_bool, assert_close, assert_number_close, fail, fmt
+from ..compare import as_array, as_bool, as_number, assert_close, assert_number_close, fail, fmt
 from ..symbolic import (
     as_expression,
     assert_equivalent,
@@ -29,8 +29,8 @@ W11_OF_C = 1 / (1 + sp.exp(-C / sp.sqrt(2)))
 
 RATIO_IS_COEFFICIENT = mc.register(
     "q1_ratio_is_coefficient", "把 W_v 的新系数当成了倍数",
-    "问的是 output_3I 相对 output_2I 的倍数。V 从 X·2I 变成 X·3I，倍数是两者之比 3/2，"
-    "而不是新系数 3。")
+    "问的是新输出相对原来（W_v = 2I 时）输出的倍数，不是 W_v 的新系数 3：原来的 V 也不是 X·I。"
+    "把新、旧两个 V 比一比。")
 C_ON_WV = mc.register(
     "q1_c_on_wv", "把 c 乘在了 W_v 上",
     "题目要把 W_q 换成 c·I（W_k = I，W_v = 2I 不变）。W_v 不参与打分，c 乘在 W_v 上，"
@@ -191,7 +191,7 @@ def _scale_hint(value: float) -> str | None:
     if np.isclose(value, 3.0):
         return RATIO_IS_COEFFICIENT.describe()
     if np.isclose(value, 2 / 3):
-        return "方向反了：应是 output_3I 除以 output_2I。"
+        return "方向反了：算成了原来的输出相对新输出的倍数。"
     if np.isclose(value, 1.0):
         return "倍数是 1 说明 output_3I 与 output_2I 相同：输出没有随 W_v 变化，检查加权求和用的是不是 V。"
     return None
@@ -206,8 +206,11 @@ def weights_changed(ctx: Context, *, weights_changed) -> None:
 
 @check("q1.output_scale_factor", "输出变成原来的几倍：output_scale_factor")
 def output_scale_factor(ctx: Context, *, output_scale_factor) -> None:
-    assert_number_close(output_scale_factor, 1.5, "output_scale_factor", rtol=1e-3, atol=1e-3,
-                        hint=_scale_hint)
+    value = as_number(output_scale_factor, "output_scale_factor")
+    if not (np.isfinite(value) and np.isclose(value, 1.5, rtol=1e-3, atol=1e-3)):
+        hint = _scale_hint(value)  # what is wrong with it, not the right value
+        fail(f"output_scale_factor = {value:.6g} 不对（容差 rtol=1e-3, atol=1e-3）。"
+             + (f"\n可能的原因：{hint}" if hint else ""))
 
 
 @check("q1.weights_3Wq", "对照：W_q = 3I 时的权重")
