@@ -61,6 +61,8 @@ ALTERNATIVES = [
     )),
 ]
 
+#: Core mistakes first and last (tests/test_samples.py grades the last one through the
+#: engine, tests/test_nbgrader_parity.py the first), the extensions' in between.
 MISTAKES = [
     # ---------------------------------------------------------------- the code
     Variant("no_sqrt_dk", "打分忘了除以 √d_k",
@@ -147,6 +149,18 @@ MISTAKES = [
             edits=(Edit("answers_impl", "output_scale_factor = 1.5", "output_scale_factor = 3.0"),),
             loses=frozenset({"test_output_scale_factor"}),
             feedback=(bank.RATIO_IS_COEFFICIENT.label,)),
+    # ---------------------------------------------------------------- extensions
+    Variant("c_on_wv", "position1_max_weight 把 c 乘在了 W_v 上",
+            edits=(Edit("temperature_impl",
+                        "    _, weights = self_attention(eye, c * eye, eye, 2 * eye)",
+                        "    _, weights = self_attention(eye, eye, eye, c * eye)"),),
+            loses=frozenset({"test_temperature"}),
+            feedback=(bank.C_ON_WV.label,)),
+    Variant("weights_linear_in_c", "以为 W_q = cI 时权重也变成 c 倍：w11_of_c = c·w11",
+            edits=(Edit("symbolic_impl", "w11_of_c = sp.exp(c * s) / (sp.exp(c * s) + 1)",
+                        "w11_of_c = c * w11_exact"),),
+            loses=frozenset({"test_w11_of_c"}),
+            feedback=(bank.WEIGHTS_LINEAR_IN_C.label,)),
     # ---------------------------------------------------------------- 苹果 in two sentences
     Variant("apple_static", "以为“苹果”在句子 B 里的表示和句子 A 里一样",
             edits=(Edit("apple_impl", "apple_weights_B, apple_B = weights_B[2], out_B[2]",
@@ -160,16 +174,4 @@ MISTAKES = [
                         "apple_weights_B, apple_B = weights_B[:, 2], out_B[2]")),
             loses=frozenset({"test_apple_weights"}),
             feedback=(mc.CATALOG["transposed_weights"].label,)),
-    # ---------------------------------------------------------------- extensions
-    Variant("c_on_wv", "position1_max_weight 把 c 乘在了 W_v 上",
-            edits=(Edit("temperature_impl",
-                        "    _, weights = self_attention(eye, c * eye, eye, 2 * eye)",
-                        "    _, weights = self_attention(eye, eye, eye, c * eye)"),),
-            loses=frozenset({"test_temperature"}),
-            feedback=(bank.C_ON_WV.label,)),
-    Variant("weights_linear_in_c", "以为 W_q = cI 时权重也变成 c 倍：w11_of_c = c·w11",
-            edits=(Edit("symbolic_impl", "w11_of_c = sp.exp(c * s) / (sp.exp(c * s) + 1)",
-                        "w11_of_c = c * w11_exact"),),
-            loses=frozenset({"test_w11_of_c"}),
-            feedback=(bank.WEIGHTS_LINEAR_IN_C.label,)),
 ]
