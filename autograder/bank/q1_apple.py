@@ -9,6 +9,8 @@ the hand steps: the exact value passes, and so does the value the student's own
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .. import misconceptions as mc
@@ -23,6 +25,7 @@ EMBEDDING: dict[str, tuple[float, float]] = {
 SENTENCES: dict[str, tuple[str, ...]] = {"A": ("苹果", "公司", "发布"), "B": ("咬", "一口", "苹果")}
 APPLE_ROW = {name: words.index("苹果") for name, words in SENTENCES.items()}
 TOL = 1e-6
+Pair = tuple[np.ndarray, np.ndarray]
 
 STATIC_EMBEDDING = mc.register(
     "q1_static_embedding", "以为“苹果”的表示与句子无关",
@@ -41,7 +44,7 @@ def reference(name: str) -> tuple[np.ndarray, np.ndarray]:
     return ref.self_attention(sentence(name), eye, eye, eye)
 
 
-def _own(ctx: Context, self_attention: object, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+def _own(ctx: Context, self_attention: object, name: str) -> Pair | None:
     """What the student's ``self_attention`` gives for sentence ``name``, if it runs."""
     eye = np.eye(2)
     what = f"self_attention(X_{name}, I, I, I)"
@@ -68,8 +71,10 @@ def _row_hint(arr: np.ndarray, rows: np.ndarray, name: str) -> str:
     return ""
 
 
-def _grade(got: object, what: str, name: str, pick, own, diagnose) -> None:
-    """``pick(output, weights)`` is the graded value of sentence ``name``."""
+def _grade(got: object, what: str, name: str, pick: Callable[[np.ndarray, np.ndarray], np.ndarray],
+           own: Pair | None, diagnose: Callable[[np.ndarray], str]) -> None:
+    """Pass when ``got`` is ``pick(output, weights)`` of sentence ``name`` by the reference
+    or by the student's own function (``own``); else say what is wrong with it."""
     expected = pick(*reference(name))
     arr = as_array(got, what)
     if arr.shape != expected.shape:
