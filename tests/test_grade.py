@@ -183,7 +183,7 @@ def test_scores_are_plain_floats(batch):
             assert value is None or type(value) is float
     rows = list(csv.DictReader(open(out / "scores.csv", encoding="utf-8")))
     perfect = next(r for r in rows if r["student"] == "perfect")
-    assert perfect["test_softmax"] == "2.0" and float(perfect["auto_score"]) == 17.0
+    assert perfect["test_softmax"] == "2.0" and float(perfect["auto_score"]) == 25.0
     assert "np.float64" not in (out / "scores.csv").read_text(encoding="utf-8")
 
 

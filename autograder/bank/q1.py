@@ -1,4 +1,9 @@
-"""Checks for q1_value_scaling: W_v = 3I, and what Q/K versus V decide."""
+"""Checks for q1_value_scaling: W_v = 3I, and what Q/K versus V decide.
+
+The core's hand steps are in :mod:`.q1_hand`, its 苹果 context task in :mod:`.q1_apple`;
+this module has the code checks (softmax, attention, the general case, the code that
+confirms the hand calculation) and the extensions' checks (W_q = c·I, SymPy).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import sympy as sp
 
 from .. import misconceptions as mc
 from .. import reference as ref
-from ..compare import as_array, as_bool, assert_close, assert_number_close, fail
+from ..compare import as_array, as_bool, as_number, assert_close, assert_number_close, fail, fmt
 from ..symbolic import (
     as_expression,
     assert_equivalent,
@@ -15,7 +20,7 @@ from ..symbolic import (
     canonical,
     is_equivalent,
 )
-from . import Context, check
+from . import Context, check, q1_apple, q1_hand  # noqa: F401  (their checks register on import)
 
 C = sp.Symbol("c")
 W11_EXACT = sp.exp(1 / sp.sqrt(2)) / (1 + sp.exp(1 / sp.sqrt(2)))
@@ -24,8 +29,8 @@ W11_OF_C = 1 / (1 + sp.exp(-C / sp.sqrt(2)))
 
 RATIO_IS_COEFFICIENT = mc.register(
     "q1_ratio_is_coefficient", "把 W_v 的新系数当成了倍数",
-    "问的是 output_3I 相对 output_2I 的倍数。V 从 X·2I 变成 X·3I，倍数是两者之比 3/2，"
-    "而不是新系数 3。")
+    "问的是新输出相对原来（W_v = 2I 时）输出的倍数，不是 W_v 的新系数 3：原来的 V 也不是 X·I。"
+    "把新、旧两个 V 比一比。")
 C_ON_WV = mc.register(
     "q1_c_on_wv", "把 c 乘在了 W_v 上",
     "题目要把 W_q 换成 c·I（W_k = I，W_v = 2I 不变）。W_v 不参与打分，c 乘在 W_v 上，"
@@ -99,11 +104,23 @@ def attention_values(ctx: Context, *, attention) -> None:
                      diagnose=mc.diagnoser(mc.attention_variants(Q, K, V)))
 
 
+#: Standard deviation of the scaled scores Q·Kᵀ/√d_k of the self-attention checks: wide
+#: enough that weights are far from uniform, small enough that the softmax never becomes
+#: one-hot (standard-normal X and W give scores near ±50, and then a scale by √d_model or
+#: a softmax over the wrong axis changes the weights by less than 1e-16).
+SCORE_SPREAD = 1.5
+
+
 def _self_attention_inputs(ctx: Context, square: bool = False):
+    """X, W_q, W_k, W_v with d_model, d_k, d_v all different (d_v = d_k when ``square``)
+    and scaled scores spread by :data:`SCORE_SPREAD`; V is of the same size as Q and K,
+    so weights computed from V are not saturated either."""
     n, d_model, d_k, d_v = ctx.dims(2, 8, 4)
     d_v = d_k if square else d_v
     X = ctx.randn(n, d_model)
-    return X, ctx.randn(d_model, d_k), ctx.randn(d_model, d_k), ctx.randn(d_model, d_v)
+    W_q, W_k, W_v = (ctx.randn(d_model, d) / np.sqrt(d_model) for d in (d_k, d_k, d_v))
+    spread = float(np.std((X @ W_q) @ (X @ W_k).T / np.sqrt(d_k)))
+    return X, W_q * (SCORE_SPREAD / max(spread, 1e-3)), W_k, W_v
 
 
 def _unpack_pair(result: object, what: str) -> tuple[object, object]:
@@ -130,7 +147,8 @@ def self_attention_values(ctx: Context, *, self_attention) -> None:
 def value_scaling(ctx: Context, *, self_attention) -> None:
     for square in (True, False):  # d_v = d_k first, so weights computed from V still run
         X, W_q, W_k, W_v = _self_attention_inputs(ctx, square)
-        c = float(ctx.rng.uniform(0.5, 4.0))
+        # c away from 1: a function whose output ignores c must miss c·output by far
+        c = float(ctx.rng.uniform(2.0, 4.0) if ctx.rng.random() < 0.5 else ctx.rng.uniform(0.25, 0.5))
         what = "self_attention(X, W_q, W_k, W_v)"
         out1, w1 = _unpack_pair(ctx.call(self_attention, X, W_q, W_k, W_v, what=what), what)
         what_c = f"self_attention(X, W_q, W_k, {c:.3g}·W_v)"
@@ -138,10 +156,10 @@ def value_scaling(ctx: Context, *, self_attention) -> None:
         w1 = as_array(w1, f"{what} 的 weights")
         w_c = as_array(w_c, f"{what_c} 的 weights")
         if w1.shape != w_c.shape or not np.allclose(w1, w_c, rtol=1e-6, atol=1e-9):
-            fail(f"把 W_v 换成 {c:.3g}·W_v 后，权重变了（期望完全不变）。\n可能的原因："
+            fail(f"把 W_v 换成 {c:.3g}·W_v 后，返回的 weights 变了。\n可能的原因："
                  f"{mc.CATALOG['weights_depend_on_v'].describe()}")
         assert_close(out_c, c * as_array(out1, f"{what} 的 output"),
-                     f"{what_c} 的 output（应恰好是原输出的 {c:.3g} 倍）", rtol=1e-6, atol=1e-9,
+                     f"{what_c} 的 output（与 {c:.3g} 倍的原输出比较）", rtol=1e-6, atol=1e-9,
                      diagnose=lambda _arr: mc.CATALOG["output_not_linear_in_v"].describe())
 
 
@@ -150,8 +168,9 @@ def _hand_diag(q_scale: float = 1.0, v_scale: float = 2.0, *, weights: bool):
     return mc.diagnoser(mc.weights_variants(Q, K) if weights else mc.attention_variants(Q, K, V))
 
 
-@check("q1.hand_example", "讲义手算例子：W_v = 2I 与 W_v = 3I 的权重和输出")
-def hand_example(ctx: Context, *, weights_2I, output_2I, weights_3I, output_3I) -> None:
+@check("q1.hand_example", "用代码核对手算：W_v = 2I 与 W_v = 3I 的权重和输出")
+def hand_example(ctx: Context, *, weights_2I, output_2I, weights_3I, output_3I,
+                 weights_1, output_1) -> None:
     for v_scale, weights, output, label in ((2.0, weights_2I, output_2I, "2I"),
                                             (3.0, weights_3I, output_3I, "3I")):
         exp_out, exp_w = ref.hand_example(v_scale=v_scale)
@@ -159,13 +178,20 @@ def hand_example(ctx: Context, *, weights_2I, output_2I, weights_3I, output_3I) 
                      diagnose=_hand_diag(v_scale=v_scale, weights=True))
         assert_close(output, exp_out, f"output_{label}", rtol=0, atol=ref.LECTURE_ATOL,
                      diagnose=_hand_diag(v_scale=v_scale, weights=False))
+    # the code is right on the example; now the hand calculation must agree with it
+    exp_out, exp_w = ref.hand_example(v_scale=3.0)
+    for hand, code, what in ((weights_1, exp_w[0], "weights_1"), (output_1, exp_out[0], "output_1")):
+        arr = as_array(hand, f"手算的 {what}")
+        if arr.shape != code.shape or not np.allclose(arr, code, rtol=0, atol=ref.LECTURE_ATOL):
+            fail(f"手算的 {what} = {fmt(arr)} 与代码算出的位置 1 的结果 {fmt(code)} 不一致"
+                 f"（容差 {ref.LECTURE_ATOL:g}）：回到第 1 节，从第一步起逐步核对手算。")
 
 
 def _scale_hint(value: float) -> str | None:
     if np.isclose(value, 3.0):
         return RATIO_IS_COEFFICIENT.describe()
     if np.isclose(value, 2 / 3):
-        return "方向反了：应是 output_3I 除以 output_2I。"
+        return "方向反了：算成了原来的输出相对新输出的倍数。"
     if np.isclose(value, 1.0):
         return "倍数是 1 说明 output_3I 与 output_2I 相同：输出没有随 W_v 变化，检查加权求和用的是不是 V。"
     return None
@@ -180,8 +206,11 @@ def weights_changed(ctx: Context, *, weights_changed) -> None:
 
 @check("q1.output_scale_factor", "输出变成原来的几倍：output_scale_factor")
 def output_scale_factor(ctx: Context, *, output_scale_factor) -> None:
-    assert_number_close(output_scale_factor, 1.5, "output_scale_factor", rtol=1e-3, atol=1e-3,
-                        hint=_scale_hint)
+    value = as_number(output_scale_factor, "output_scale_factor")
+    if not (np.isfinite(value) and np.isclose(value, 1.5, rtol=1e-3, atol=1e-3)):
+        hint = _scale_hint(value)  # what is wrong with it, not the right value
+        fail(f"output_scale_factor = {value:.6g} 不对（容差 rtol=1e-3, atol=1e-3）。"
+             + (f"\n可能的原因：{hint}" if hint else ""))
 
 
 @check("q1.weights_3Wq", "对照：W_q = 3I 时的权重")
