@@ -31,6 +31,7 @@ class Expectation:
     description: str
     loses: frozenset[str] | None  # None: every autograded cell (the blank submission)
     feedback: tuple[str, ...] = ()
+    variant: object | None = None  # the sample student (None: the blank submission)
 
 
 @dataclass
@@ -44,9 +45,7 @@ class DemoResult:
         exp = self.expectations[(result.student, result.assignment)]
         if result.status == FAILED:
             return False
-        auto = [c for c in result.max_scores if c not in result.manual]
-        want = set(auto) if exp.loses is None else set(exp.loses)
-        if set(result.lost) != want:
+        if (set(result.lost), result.failed_practice) != self._losses(exp):
             return False
         if exp.feedback and result.feedback:
             html = self._html(result)
@@ -57,6 +56,13 @@ class DemoResult:
             baseline = self._html(perfect) if perfect else ""
             return all(html.count(label) > baseline.count(label) for label in exp.feedback)
         return True
+
+    def _losses(self, exp: Expectation) -> tuple[set[str], set[str]]:
+        from .engine.manifest import load
+        from .samples import expected_losses
+
+        scored, practice = expected_losses(exp.variant, load(exp.assignment))
+        return set(scored), set(practice)
 
     def _html(self, result: Result) -> str:
         return (self.folder / "results" / result.feedback).read_text(encoding="utf-8")
@@ -104,7 +110,7 @@ def demo(*, folder: Path | None = None, alternatives: bool = False, jobs: int | 
             else:
                 expectations[(student, a)] = Expectation(student, a, variant.description,
                                                          frozenset(variant.loses),
-                                                         tuple(variant.feedback))
+                                                         tuple(variant.feedback), variant)
     say(f"grading {len(expectations)} notebooks")
     results = grade(submissions=course / "submitted", out=course / "results", jobs=jobs,
                     settings=GradeSettings(timeout=timeout, salt=DEMO_SALT), progress=progress)

@@ -74,6 +74,11 @@ class Result:
     #: Test cells of practice 拓展 sections: grade id -> status (checked, never scored).
     practice: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def failed_practice(self) -> set[str]:
+        """Practice cells (ungraded 拓展) whose checks did not pass."""
+        return {c for c, status in self.practice.items() if status != "passed"}
+
     def part_total(self, extension: bool) -> tuple[float, float]:
         """(points, maximum) of the core, or of every graded extension together."""
         rows = [v for k, v in self.parts.items() if (k != "core") == extension]

@@ -21,6 +21,7 @@ from pipeline_helpers import ROOT, A, read_nb, sample_submissions, without_plots
 from autograder import bank
 from autograder.cli import main
 from autograder.course import nbgrader, read_scores
+from autograder.engine.manifest import load
 from autograder.engine.settings import GradeSettings
 from autograder.grade import GRADER_ERROR, grade
 
@@ -183,7 +184,8 @@ def test_scores_are_plain_floats(batch):
             assert value is None or type(value) is float
     rows = list(csv.DictReader(open(out / "scores.csv", encoding="utf-8")))
     perfect = next(r for r in rows if r["student"] == "perfect")
-    assert perfect["test_softmax"] == "2.0" and float(perfect["auto_score"]) == 25.0
+    assert perfect["test_softmax"] == "2.0" and float(perfect["auto_score"]) == load(A).auto_max
+    assert float(perfect["core_score"]) == float(perfect["core_max"]) > 0
     assert "np.float64" not in (out / "scores.csv").read_text(encoding="utf-8")
 
 

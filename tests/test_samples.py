@@ -21,6 +21,7 @@ from autograder import notebooks as nbs
 from autograder.engine.manifest import load, release_notebook
 from autograder.engine.settings import GradeSettings
 from autograder.grade import grade
+from autograder.samples import expected_losses
 from autograder.samples import sample_class as full_class
 
 pytestmark = pytest.mark.e2e
@@ -87,7 +88,8 @@ def test_each_alternative_scores_full_marks(graded, assignment, student):
 def test_each_mistake_loses_exactly_its_cells_and_is_named(graded, assignment, student):
     course, classes, rows = graded
     row, variant = rows[(student, assignment)], classes[assignment][student]
-    assert set(row.lost) == set(variant.loses), row.reason
+    scored, practice = expected_losses(variant, load(assignment))
+    assert (set(row.lost), row.failed_practice) == (set(scored), set(practice)), row.reason
     page = (course / "out" / row.feedback).read_text(encoding="utf-8")
     perfect = (course / "out" / rows[("perfect", assignment)].feedback).read_text(encoding="utf-8")
     for label in variant.feedback:

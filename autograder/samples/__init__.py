@@ -15,7 +15,8 @@ from .. import notebooks as nbs
 from ..bank import ASSIGNMENT_MODULES
 from ..notebooks import Variant
 
-__all__ = ["PERFECT", "alternatives", "mistakes", "sample_class", "write_class"]
+__all__ = ["PERFECT", "alternatives", "mistakes", "sample_class", "write_class",
+           "expected_losses"]
 
 #: The source notebook's own solution, unchanged.
 PERFECT = Variant("perfect", "参考答案本身")
@@ -53,3 +54,15 @@ def write_class(course: Path, source_nb: Path, assignment: str,
     for student, variant in students.items():
         target = course / "submitted" / student / assignment / f"{assignment}.ipynb"
         nbs.write(nbs.make_submission(source, release, variant), target)
+
+
+def expected_losses(variant: Variant | None, manifest) -> tuple[frozenset[str], frozenset[str]]:
+    """What ``variant`` must lose under the release ``manifest`` describes: the scored
+    cells that score less than full marks, and the practice cells (ungraded 拓展) whose
+    checks fail. ``None`` (the blank submission) loses every one of both; a cell of an
+    extension the release leaves out is lost nowhere."""
+    scored = frozenset(c.grade_id for c in manifest.graded if not c.is_manual)
+    practice = frozenset(c.grade_id for c in manifest.practice)
+    if variant is None:
+        return scored, practice
+    return frozenset(variant.loses) & scored, frozenset(variant.loses) & practice
