@@ -26,13 +26,17 @@ class GradeSettings:
     (the cell is interrupted, later cells still run); ``memory_mb``: memory per
     submission; ``salt``: the course's secret seed salt (see :mod:`autograder.salt`);
     ``isolate``: Linux namespaces where the kernel allows them (turn off only where the
-    grading machine is itself a per-submission container, e.g. Gradescope's)."""
+    grading machine is itself a per-submission container, e.g. Gradescope's); ``cgroups``:
+    a memory cgroup per child where the machine allows, so shared memory and the child's
+    tmpfs count towards ``memory_mb`` (off, or where none is allowed: the child refuses
+    shared memory instead; see :mod:`.memcg`)."""
 
     timeout: float = 300.0
     cell_timeout: float = 60.0
     memory_mb: int = 2048
     salt: str = PRACTICE_SALT
     isolate: bool = True
+    cgroups: bool = True
 
 
 DEFAULTS = GradeSettings()

@@ -187,6 +187,7 @@ def _student_init(sock_fd: int, go_r: int, view: sandbox.View, limits: sandbox.S
         sandbox.apply_limits(limits, base)
         if view.isolated:
             sandbox.drop_privileges()
+        sandbox.bound_shared_memory(limits)  # in PID 1 only: the zygote stays unfiltered
         serve(socket.socket(fileno=sock_fd), kernel)
         code = 0
     finally:
