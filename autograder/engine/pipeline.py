@@ -6,21 +6,20 @@ step logs what it did. The steps, in order:
 
 1. :class:`FindNotebook`: the notebook in the submission folder (by name, or the only one);
 2. :class:`ReadNotebook`: valid JSON and nbformat, within size, depth and cell-count
-   limits, not a symlink (:func:`.screening.read_notebook`);
-3. :class:`.screening.CheckMetadata`: fields of the wrong type are dropped;
-4. :class:`.screening.ReadTimestamp`: nbgrader's ``timestamp.txt``, or a note;
-5. :class:`RestoreMetadata`: nbgrader metadata a student stripped or changed comes back
+   limits, not a symlink; fields of the wrong type dropped (:mod:`.screening`);
+3. :class:`.screening.ReadTimestamp`: nbgrader's ``timestamp.txt``, or a note;
+4. :class:`RestoreMetadata`: nbgrader metadata a student stripped or changed comes back
    (cells matched to the manifest by grade id, cell id or identical released text);
-6. :class:`PutBackTests`: deleted test cells are put back where they belong;
-7. :class:`OverwriteLocked`: locked cells get the manifest's text (hidden tests included),
+5. :class:`PutBackTests`: deleted test cells are put back where they belong;
+6. :class:`OverwriteLocked`: locked cells get the manifest's text (hidden tests included),
    as ``nbgrader autograde``'s ``OverwriteCells`` does;
-8. :class:`CollectFiles`: data files beside the notebook (no symlinks, bounded);
-9. :class:`Execute`: a sandboxed child runs every code cell in order (test cells without
+7. :class:`CollectFiles`: data files beside the notebook (no symlinks, bounded);
+8. :class:`Execute`: a sandboxed child runs every code cell in order (test cells without
    their hidden regions); after each test cell the host runs its checks on the child's
    values, seeded by (salt, student, check);
-10. :class:`Score`: a test cell earns its points iff its visible part raised nothing and
-    every check passed; a broken check leaves it ungraded and flags the row;
-11. :class:`.screening.Review`: the review scan of the student's code.
+9. :class:`Score`: a test cell earns its points iff its visible part raised nothing and
+   every check passed; a broken check leaves it ungraded and flags the row;
+10. :class:`.screening.Review`: the review scan of the student's code.
 
 A step marked ``optional`` (the timestamp, the review) that fails on a bug of ours is
 logged and skipped with a note: it never costs the submission its scores.
@@ -47,7 +46,7 @@ from .manifest import CellSpec, Manifest
 from .outputs import clean_outputs, verdict_output
 from .proxy import Child, ZygoteLink
 from .sandbox import REFUSED, SandboxLimits
-from .screening import CheckMetadata, ReadTimestamp, Review, read_notebook
+from .screening import ReadTimestamp, Review, read_notebook
 from .settings import GradeSettings
 from .stop import Note, Stop
 
@@ -166,7 +165,9 @@ class ReadNotebook:
         if len(raw) > MAX_NOTEBOOK:
             raise Stop(f"notebook 超过 {MAX_NOTEBOOK >> 20} MB，无法评分",
                        f"the notebook exceeds {MAX_NOTEBOOK >> 20} MB")
-        job.nb = read_notebook(raw)
+        job.nb, notes = read_notebook(raw)
+        for zh, en in notes:
+            job.note(zh, en)
 
 
 class RestoreMetadata:
@@ -412,7 +413,7 @@ class Score:
                     result.messages.append("未运行。")
 
 
-PIPELINE: tuple = (FindNotebook(), ReadNotebook(), CheckMetadata(), ReadTimestamp(),
+PIPELINE: tuple = (FindNotebook(), ReadNotebook(), ReadTimestamp(),
                    RestoreMetadata(), PutBackTests(), OverwriteLocked(), CollectFiles(),
                    Execute(), Score(), Review())
 
