@@ -44,10 +44,10 @@ import ctypes, os
 STEP = 32 << 20
 
 def hoard(take, total_mb):
-    """A forked holder calls take(i, chunk) for each 32 MB step; this process counts
-    the steps it finished (until it is done, refused or killed) and prints what was
-    held. The holder's own 32 MB chunk makes it the biggest process, so the kernel's
-    OOM killer takes it, not this one."""
+    """A forked holder takes a 32 MB chunk of its own (the first step: it makes the
+    holder the biggest process, so the kernel's OOM killer takes it, not this one), then
+    calls take(i, chunk) for each further 32 MB step; this process counts the steps it
+    finished (until it is done, refused or killed) and prints what was held."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -55,7 +55,8 @@ def hoard(take, total_mb):
         kept, why = [], "done"
         try:
             chunk = b"\\1" * STEP
-            for i in range(total_mb // 32):
+            os.write(w, b"x")
+            for i in range(total_mb // 32 - 1):
                 kept.append(take(i, chunk))
                 os.write(w, b"x")
         except (OSError, MemoryError) as err:
