@@ -23,6 +23,7 @@ record as it arrives, its row, its staged pages, its gradebook rows) runs throug
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import logging
@@ -328,8 +329,10 @@ def _stage(graded, staging: Path) -> None:
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(graded.task.folder / name, folder / name)
     except BaseException:
-        page.unlink(missing_ok=True)
-        shutil.rmtree(folder, ignore_errors=True)
+        for made in (page.parent, folder):  # this submission's folders, then empty parents
+            shutil.rmtree(made, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                made.parent.rmdir()
         raise
 
 
