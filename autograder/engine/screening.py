@@ -24,6 +24,7 @@ import math
 import os
 import re
 import stat
+import warnings
 
 import nbformat
 import nbformat.reader
@@ -134,7 +135,9 @@ def read_notebook(raw: bytes) -> tuple[NotebookNode, list[tuple[str, str]]]:
     except Exception as err:  # nbformat raises several kinds for a broken file
         raise _invalid(type(err).__name__) from None
     try:
-        nbformat.validate(nb)
+        with warnings.catch_warnings():  # nbformat's own "missing id" notice: ids come later
+            warnings.simplefilter("ignore")
+            nbformat.validate(nb)
     except nbformat.ValidationError as err:  # as nbformat.reads: logged, not fatal
         log.info("the notebook's JSON is not valid nbformat: %s", str(err)[:300])
     return nb, notes
