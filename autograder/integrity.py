@@ -20,7 +20,7 @@ from collections.abc import Iterable
 __all__ = ["scan_source", "scan_cells", "MAX_CELL", "MAX_TOTAL"]
 
 #: Characters of one cell, and of all cells, the scan parses.
-MAX_CELL, MAX_TOTAL = 200_000, 2_000_000
+MAX_CELL, MAX_TOTAL = 50_000, 200_000  # a whole q1 notebook is 36 KB of JSON
 #: Characters of one reason (a rebound name is quoted from the student's code).
 MAX_REASON = 200
 #: What Python's parser raises on text it cannot take (besides a syntax error).
