@@ -294,6 +294,9 @@ class Execute:
         finally:
             job.zygote.retire(child)
             job.memory_peak, killed = memcg.settle(job.memory, cgroup)
+            if job.memory_peak is not None:
+                log.info("%s/%s: peak memory %d MB", job.student, job.assignment,
+                         job.memory_peak >> 20)
             if killed:
                 mb = settings.memory_mb
                 job.note(f"内存用量超过上限 {mb} MB（共享内存和 /tmp 中的文件也计入），进程被终止",
