@@ -179,30 +179,40 @@ TRICKS: tuple[Trick, ...] = (
     # our own
     _bomb("tmpfs_then_heap", "hoard(tmpfs_then_heap, 2048)"),
     _bomb("forked_hoarders", '''
-import os, time
+import os, select, time
+r, w = os.pipe()
 kids = []
-for k in range(6):  # six processes of 160 MB each: each alone within RLIMIT_AS
+for k in range(6):  # six processes of 80 MB each: each alone within RLIMIT_AS
     pid = os.fork()
     if pid == 0:
+        os.close(r)
         try:
-            block = bytearray(b"\\1" * (160 << 20))
+            block = bytearray(b"\\1" * (80 << 20))
         except MemoryError:
             os._exit(1)
+        os.write(w, bytes([k]))  # holding its 80 MB from now on
         time.sleep(30)
         os._exit(0)
     kids.append(pid)
-time.sleep(3)
-alive = [p for p in kids if os.waitpid(p, os.WNOHANG) == (0, 0)]
-print(f"held {len(alive) * 160} MB", "in", len(alive), "processes")
-for p in alive:
-    os.kill(p, 9)
+os.close(w)
+held, gone, deadline = set(), set(), time.monotonic() + 10
+while len(held | gone) < len(kids) and time.monotonic() < deadline:
+    if select.select([r], [], [], 0.05)[0]:
+        held.update(os.read(r, 64))
+    gone.update(k for k, p in enumerate(kids)
+                if k not in gone and os.waitpid(p, os.WNOHANG) != (0, 0))
+time.sleep(0.5)  # what the kernel is still killing
+gone.update(k for k, p in enumerate(kids) if k not in gone and os.waitpid(p, os.WNOHANG) != (0, 0))
+print(f"held {len(held - gone) * 80} MB", "in", len(held - gone), "processes")
+for k in held - gone:
+    os.kill(kids[k], 9)
 '''),
     Trick("orphan_after_exit", f'''
 import os, sys
 if os.fork() == 0:
     os.setsid()
     os.execv(sys.executable, [sys.executable, "-c",
-             "import time, mmap; m = mmap.mmap(-1, 200 << 20); m.write(b'1' * (200 << 20)); "
+             "import time, mmap; m = mmap.mmap(-1, 100 << 20); m.write(b'1' * (100 << 20)); "
              "time.sleep(600)", "{ORPHAN_MARK}"])
 import time
 time.sleep(1)
