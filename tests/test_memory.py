@@ -164,7 +164,10 @@ def test_a_v2_hierarchy_gets_memory_max_and_no_swap(tmp_path):
     (tmp_path / "cgroup.subtree_control").write_text("memory\n")
     h = memcg.Hierarchy(2, tmp_path)
     assert memcg._delegated(h)
+    stale = tmp_path / "autograder-999999999-1"  # a grader that died: no such process
+    (stale / "child-999999999-1").mkdir(parents=True)
     folder = memcg._batch_folder(h)
+    assert not stale.exists()
     assert (folder / "cgroup.subtree_control").read_text() == "+memory"
     plan = memcg.MemoryPlan("cgroup2", folder)
     child = folder / f"child-{os.getpid()}-1"

@@ -268,7 +268,7 @@ def write_gradebook(path: Path, graded: Iterable, manifests: dict[str, Manifest]
 def _record(gb, g, manifest: Manifest) -> None:
     a, student = g.task.assignment, g.task.student
     gb.update_or_create_student(student)
-    timestamp = getattr(g, "timestamp", None)  # read and checked by the pipeline
+    timestamp = g.timestamp  # read and checked by the pipeline (screening.ReadTimestamp)
     submission = gb.update_or_create_submission(
         a, student, **({"timestamp": timestamp} if timestamp else {}))
     # the submission's own rows, through its relationships: one query for all of them

@@ -79,15 +79,9 @@ def _grade_one(task: Task, settings: GradeSettings, zygote, memory=None) -> Grad
                     unanswered=sorted(job.unanswered), review=job.review,
                     timestamp=job.timestamp, memory_peak=job.memory_peak)
     if job.nb is not None and not job.stopped:
-        # written as UTF-8 by the parent: a lone surrogate from the student's JSON or
-        # outputs must not make that write fail
-        graded.notebook = _utf8(nbformat.writes(job.nb))
-        graded.feedback = _utf8(render_feedback(job))
+        graded.notebook = nbformat.writes(job.nb)
+        graded.feedback = render_feedback(job)
     return graded
-
-
-def _utf8(text: str) -> str:
-    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _worker(conn: Connection, settings: GradeSettings, level: int, zygote, memory) -> None:
