@@ -228,19 +228,21 @@ def _limit(cgroup: ChildCgroup, limit: int) -> None:
         _write(cgroup.folder / "memory.memsw.limit_in_bytes", str(limit))
 
 
-def _remove_tree(folder: Path, version: int, wait: float = EMPTY_WAIT) -> None:
-    """Remove ``folder``'s child cgroups (killing what is left in them), then ``folder``."""
+def _remove_tree(folder: Path, version: int, wait: float = EMPTY_WAIT, *,
+                 kill: bool = True) -> None:
+    """Remove ``folder``'s child cgroups (with ``kill``, killing what is left in them
+    first), then ``folder``."""
     deadline = time.monotonic() + wait
     children = [ChildCgroup(p, version) for p in folder.iterdir() if p.is_dir()] \
         if folder.is_dir() else []
     while children:
-        for c in children:
+        for c in children if kill else ():
             c.kill()
         children = [c for c in children if not c.remove()]
         if not children or time.monotonic() > deadline:
             break
         time.sleep(0.02)
-    for c in children:
+    for c in children if kill else ():
         log.warning("memory: the cgroup %s still has processes; left in place", c.folder)
     if not children:
         with contextlib.suppress(OSError):
@@ -252,11 +254,12 @@ def _proc(name: str) -> str:
 
 
 def _batch_folder(h: Hierarchy) -> Path:
-    """A new cgroup for this batch below ``h`` (stale ones of dead graders removed)."""
+    """A new cgroup for this batch below ``h``. Empty ones a dead grader left are
+    removed (never killing: a grader in another PID namespace may look dead from here)."""
     for old in h.folder.glob(f"{_PREFIX}*"):
         owner = old.name[len(_PREFIX):].split("-")[0]
         if owner.isdigit() and not Path(f"/proc/{owner}").exists():
-            _remove_tree(old, h.version, wait=0)
+            _remove_tree(old, h.version, wait=0, kill=False)
     folder = h.folder / f"{_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
     folder.mkdir()
     try:
