@@ -4,8 +4,9 @@ RESULTS is the ``--out`` folder of ``autograder grade``: ``scores.json`` and, wh
 Canvas or Moodle download was graded, ``lms.json`` with the students' names. Every
 format carries the automatic total of each assignment under the LMS's own student id
 (the written answers are graded by hand and are not in it). A submission that could not
-be graded counts 0; one whose check broke (``grader-error``) is left blank, so the import
-changes nothing for it until it is regraded.
+be graded counts 0; one whose check broke (``grader-error``) or whose file the intake
+refused (``refused``, see :mod:`autograder.lms`) is left blank, so the import changes
+nothing for it until it is graded.
 
 - ``canvas``: Canvas's gradebook import: ``Student, ID, SIS User ID, SIS Login ID,
   Section``, then one column per assignment, headed by its Canvas title, best
@@ -46,8 +47,12 @@ class Gradebook:
     graded_at: str = ""
 
 
+#: Statuses whose total is left blank: a broken check, or a file the intake refused.
+BLANK = ("grader-error", "refused")
+
+
 def _total(row: dict) -> float | None:
-    if row.get("status") == "grader-error":
+    if row.get("status") in BLANK:
         return None
     return float(row.get("auto_score") or 0.0)
 

@@ -13,10 +13,17 @@
 
 A broken, looping or hostile submission gets its own row with the reason; a bug in a
 check marks the row ``grader-error`` (traceback in the log) instead of scoring 0.
+
+No single submission stops the batch: every step the parent takes per submission (its
+record as it arrives, its row, its staged pages, its gradebook rows) runs through
+:class:`Guard`, so a step that fails costs that submission its row's status
+(``grader-error``) and a reason, and the others go on. An LMS file the intake refused
+(:mod:`autograder.lms`) has a ``refused`` row: not graded, left blank by the export.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import logging
@@ -29,15 +36,16 @@ from pathlib import Path
 
 from .course import ASSIGNMENTS, CourseError, check_assignment
 from .engine.settings import DEFAULTS, GradeSettings
-from .integrity import scan_cells
+from .engine.stop import printable
+from .guard import Guard, Key, Remark
 
-__all__ = ["Submission", "Result", "find_submissions", "grade", "grade_submissions",
-           "write_outputs", "course_root", "default_jobs", "OK", "NOTE", "FAILED",
-           "GRADER_ERROR"]
+__all__ = ["Submission", "Result", "Remark", "Guard", "find_submissions", "grade",
+           "grade_submissions", "write_outputs", "course_root", "default_jobs", "OK", "NOTE",
+           "FAILED", "GRADER_ERROR", "REFUSED"]
 
 log = logging.getLogger("autograder")
 
-OK, NOTE, FAILED, GRADER_ERROR = "ok", "note", "failed", "grader-error"
+OK, NOTE, FAILED, GRADER_ERROR, REFUSED = "ok", "note", "failed", "grader-error", "refused"
 Progress = Callable[[int, int, str], None]
 
 
@@ -85,7 +93,7 @@ class Result:
         return sum(r["score"] for r in rows), sum(r["max"] for r in rows)
 
     def add_reason(self, zh: str, en: str) -> None:
-        text = f"{zh} / {en}"
+        text = printable(f"{zh} / {en}", 2000)
         self.reason = f"{self.reason}; {text}" if self.reason else text
 
     @property
@@ -191,62 +199,87 @@ def _result(sub: Submission, manifest, graded) -> Result:
     return result
 
 
-def _review(graded) -> list[str]:
-    if not graded.notebook:
-        return []
-    cells = json.loads(graded.notebook)["cells"]
-    return scan_cells("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-                      for c in cells if c["cell_type"] == "code"
-                      and not c.get("metadata", {}).get("nbgrader", {}).get("locked"))
+def _refused(sub: Submission, manifest, remark: Remark) -> Result:
+    result = _skeleton(sub, manifest)
+    result.status = REFUSED
+    for zh, en in remark.notes:
+        result.add_reason(zh, en)
+    return result
+
+
+def _with_remark(result: Result, remark: Remark | None) -> Result:
+    for zh, en in remark.notes if remark else ():
+        result.add_reason(zh, en)
+        if result.status == OK:
+            result.status = NOTE
+    return result
 
 
 def grade_submissions(subs: list[Submission], *, settings: GradeSettings, jobs: int,
                       progress: Progress | None = None,
                       started: Callable[[], None] | None = None,
                       on_graded: Callable[[object], None] | None = None,
-                      ) -> tuple[list[Result], list]:
+                      remarks: dict[Key, Remark] | None = None,
+                      guard: Guard | None = None) -> tuple[list[Result], list]:
     """Grade ``subs``; returns the table rows and the engine's records (same order).
     ``started`` runs once the grading workers exist (see :func:`.engine.pool.grade_tasks`);
-    ``on_graded`` gets each engine record as soon as it is done."""
-    from .engine.manifest import ManifestError, load
+    ``on_graded`` gets each engine record as soon as it is done; ``remarks`` come from
+    the intake; ``guard`` keeps what failed per submission (the caller may add more
+    and mark the rows again)."""
     from .engine.pool import Task, grade_tasks
 
+    remarks, guard = remarks or {}, guard or Guard()
     manifests, results, tasks, where = {}, [None] * len(subs), [], []
     for i, sub in enumerate(subs):
+        remark = remarks.get((sub.student, sub.assignment))
+        if remark is not None and remark.refused:
+            results[i] = _refused(sub, _manifest(manifests, sub.assignment), remark)
+            continue
         if sub.assignment not in ASSIGNMENTS:
             results[i] = _skeleton(sub, None)
             results[i].add_reason(f"未知的作业 {sub.assignment}",
                                   f"unknown assignment {sub.assignment!r}; expected one of "
                                   f"{', '.join(ASSIGNMENTS)}")
             continue
-        try:
-            manifests[sub.assignment] = manifests.get(sub.assignment) or load(sub.assignment)
-        except ManifestError as err:
-            raise CourseError(str(err)) from None
+        _manifest(manifests, sub.assignment)
         tasks.append(Task(sub.student, sub.assignment, sub.folder))
         where.append(i)
     done = [len(subs) - len(tasks)]
 
-    reviews: dict = {}
-
-    def tick(graded) -> None:
+    def tick(graded) -> None:  # in the batch's loop: nothing here may raise
         done[0] += 1
-        reviews[graded.task] = _review(graded)  # while the workers go on grading
+        key = (graded.task.student, graded.task.assignment)
         if on_graded:
-            on_graded(graded)
+            guard.run(key, "record", on_graded, graded)
         if progress:
-            progress(done[0], len(subs), f"{graded.task.student}/{graded.task.assignment}")
+            guard.run(key, "progress", progress, done[0], len(subs), "/".join(key))
 
     if progress:
         progress(done[0], len(subs), "")
     records = grade_tasks(tasks, settings, jobs=jobs, progress=tick, started=started)
     engine_records: list = [None] * len(subs)
     for i, graded in zip(where, records):
-        sub = subs[i]
-        results[i] = _result(sub, manifests[sub.assignment], graded)
-        results[i].review = reviews[graded.task]  # every record passed through tick
+        sub, key = subs[i], (subs[i].student, subs[i].assignment)
+        manifest = manifests[sub.assignment]
+        row = guard.run(key, "row", _result, sub, manifest, graded) or _skeleton(sub, manifest)
+        row.review = [printable(r, 300) for r in graded.review[:20]]
+        results[i] = _with_remark(row, remarks.get(key))
         engine_records[i] = graded
+    guard.mark(results, GRADER_ERROR)
     return results, engine_records
+
+
+def _manifest(manifests: dict, assignment: str):
+    """The manifest of ``assignment`` (None for an unknown one), loaded once."""
+    from .engine.manifest import ManifestError, load
+
+    if assignment not in ASSIGNMENTS:
+        return None
+    try:
+        manifests[assignment] = manifests.get(assignment) or load(assignment)
+    except ManifestError as err:
+        raise CourseError(str(err)) from None
+    return manifests[assignment]
 
 
 # ------------------------------------------------------------------ outputs
@@ -282,16 +315,18 @@ def write_outputs(results: list[Result], out: Path) -> None:
         writer = csv.writer(fh)
         writer.writerow(fixed + [name for name, _a, _c in cols])
         for r in results:
-            row = [r.student, r.assignment, r.status, float(r.auto_score), float(r.auto_max),
+            row = [printable(r.student), printable(r.assignment), r.status,
+                   float(r.auto_score), float(r.auto_max),
                    *map(float, r.part_total(False)), *map(float, r.part_total(True)),
-                   r.reason, "; ".join(r.review)]
+                   printable(r.reason, 10_000), printable("; ".join(r.review), 10_000)]
             for _name, a, cell in cols:
                 value = r.cells.get(cell) if a == r.assignment else None
                 row.append("" if value is None else float(value))
             writer.writerow(row)
     rows = []
     for r in results:
-        row = asdict(r)
+        row = {k: printable(v, 10_000) if isinstance(v, str) else v for k, v in asdict(r).items()}
+        row["review"] = [printable(x, 300) for x in r.review]
         row["cells"] = {c: (None if s is None else float(s)) for c, s in r.cells.items()}
         row["lost"] = r.lost
         rows.append(row)
@@ -301,19 +336,26 @@ def write_outputs(results: list[Result], out: Path) -> None:
 
 def _stage(graded, staging: Path) -> None:
     """One submission's feedback page and autograded notebook (with its data files)
-    into ``staging``, as soon as it is graded."""
+    into ``staging``, as soon as it is graded; what failed halfway is removed again."""
     if graded is None or graded.notebook is None:
         return
     a, rel = graded.task.assignment, Path(graded.task.student) / graded.task.assignment
     page = staging / "out" / _feedback_path(graded)
-    page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(graded.feedback, encoding="utf-8")
     folder = staging / "autograded" / rel
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{a}.ipynb").write_text(graded.notebook, encoding="utf-8")
-    for name in graded.files:
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(graded.task.folder / name, folder / name)
+    try:
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(graded.feedback, encoding="utf-8")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{a}.ipynb").write_text(graded.notebook, encoding="utf-8")
+        for name in graded.files:
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(graded.task.folder / name, folder / name)
+    except BaseException:
+        for made in (page.parent, folder):  # this submission's folders, then empty parents
+            shutil.rmtree(made, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                made.parent.rmdir()
+        raise
 
 
 def _feedback_path(graded) -> Path:
@@ -338,11 +380,13 @@ def _move_into(src: Path, dest: Path, depth: int) -> None:
 
 def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: int | None = None,
           settings: GradeSettings = DEFAULTS, salt_file: Path | None = None,
-          progress: Progress | None = None) -> list[Result]:
+          progress: Progress | None = None,
+          remarks: dict[Key, Remark] | None = None) -> list[Result]:
     """Grade every submission under ``submissions``; see the module docstring for outputs.
 
     ``submissions`` may also be a Canvas or Moodle download (zip or folder): see
-    :mod:`autograder.lms`; the results then carry the LMS's own student ids.
+    :mod:`autograder.lms`; the results then carry the LMS's own student ids, and the
+    intake's ``remarks``.
 
     ``settings.salt`` is used as given when it is not the public practice salt;
     otherwise the course's secret salt is read (or created) by :mod:`autograder.salt`.
@@ -377,19 +421,24 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
     logger.addHandler(handler)
     writer = GradebookWriter(course / "gradebook.db", manifests)
     staging = Path(tempfile.mkdtemp(prefix=".grading-", dir=out))
+    guard = Guard()
 
     def arrived(graded) -> None:  # each record is kept as soon as it is graded
-        writer.add(graded)
-        _stage(graded, staging)
+        key = (graded.task.student, graded.task.assignment)
+        guard.run(key, "gradebook.db", writer.add, graded)
+        guard.run(key, "feedback and autograded/", _stage, graded, staging)
 
     try:
         try:
             try:
                 results, records = grade_submissions(
                     subs, settings=settings, jobs=jobs or default_jobs(), progress=progress,
-                    started=writer.start, on_graded=arrived)
+                    started=writer.start, on_graded=arrived, remarks=remarks, guard=guard)
+                for key, why in writer.drain().items():
+                    guard.fail(key, "gradebook.db", why)
+                guard.mark(results, GRADER_ERROR)
                 for result, graded in zip(results, records):
-                    if graded is not None and graded.notebook is not None:
+                    if graded is not None and (staging / "out" / _feedback_path(graded)).is_file():
                         result.feedback = str(_feedback_path(graded))
                 write_outputs(results, staging / "out")
             except BaseException:

@@ -4,6 +4,12 @@ Under ``autograder grade`` such code is harmless: it runs in the sandboxed child
 the grader is not, so it can neither see nor change a check. Under plain ``nbgrader
 autograde`` (the checks in the student's kernel) it could. Either way it is legal Python
 and may be innocent, so it is never scored down: the row's ``review`` column names it.
+
+The scan reads student text, so it is bounded: a cell longer than :data:`MAX_CELL`
+characters, or all cells past :data:`MAX_TOTAL`, are not parsed; a cell Python's parser
+cannot take whole (too deep: ``1+1+…`` with thousands of terms) is read line by line.
+Either way the review column says so ("review by hand"), so hiding code behind a
+cell the scan cannot read is itself flagged. Nothing here raises on student text.
 """
 
 from __future__ import annotations
@@ -11,7 +17,17 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-__all__ = ["scan_source", "scan_cells"]
+__all__ = ["scan_source", "scan_cells", "MAX_CELL", "MAX_TOTAL"]
+
+#: Characters of one cell, and of all cells, the scan parses.
+MAX_CELL, MAX_TOTAL = 50_000, 200_000  # a whole q1 notebook is 36 KB of JSON
+#: Characters of one reason (a rebound name is quoted from the student's code).
+MAX_REASON = 200
+#: What Python's parser raises on text it cannot take (besides a syntax error).
+_UNPARSABLE = (RecursionError, MemoryError, ValueError, OverflowError)
+TOO_LONG = "cell too long to scan: review by hand 单元格过长，未自动检查，请人工复核"
+TOO_DEEP = ("code too deeply nested to scan whole (read line by line): review by hand "
+            "代码嵌套过深，仅逐行检查，请人工复核")
 
 #: Modules whose attributes a student has no reason to rebind.
 _GUARDED = {"np", "numpy", "sp", "sympy", "autograder", "builtins", "sys", "os", "math",
@@ -25,6 +41,13 @@ def _root(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _unparse(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)[:MAX_REASON]
+    except _UNPARSABLE:
+        return "<?>"
+
+
 def _reasons(tree: ast.AST) -> Iterable[str]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -35,32 +58,56 @@ def _reasons(tree: ast.AST) -> Iterable[str]:
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
                 if isinstance(target, ast.Attribute) and _root(target) in _GUARDED:
-                    yield f"rebinds {ast.unparse(target)} 修改了库函数"
+                    yield f"rebinds {_unparse(target)} 修改了库函数"
                 elif isinstance(target, ast.Name) and target.id in _NAMES:
                     yield f"rebinds {target.id} 重新定义了评分用的名字"
         elif isinstance(node, ast.Call):
-            name = ast.unparse(node.func)
+            name = _unparse(node.func)
             if name in ("setattr", "delattr") and node.args and _root(node.args[0]) in _GUARDED:
-                yield f"{name} on {ast.unparse(node.args[0])} 修改了库函数"
+                yield f"{name} on {_unparse(node.args[0])} 修改了库函数"
             elif name in ("os._exit", "sys.exit", "exit", "quit"):
                 yield f"calls {name} 试图结束评分进程"
         elif isinstance(node, ast.Attribute) and node.attr == "modules" and _root(node) == "sys":
             yield "touches sys.modules 修改了模块表"
 
 
+def _parse(text: str) -> ast.AST | None:
+    """The tree of ``text``; None for a syntax error (it costs the student the cell, it
+    cannot tamper); ``_UNPARSABLE`` errors go to the caller."""
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        return None
+
+
 def scan_source(source: str) -> list[str]:
     """Reasons to review one cell's code (empty when nothing looks like tampering)."""
+    if not isinstance(source, str):
+        return []
+    if len(source) > MAX_CELL:
+        return [TOO_LONG]
     lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
     try:
-        tree = ast.parse("\n".join(lines))
-    except SyntaxError:
-        return []  # a syntax error costs the student the cell; it cannot tamper
-    return sorted(set(_reasons(tree)))
+        tree = _parse("\n".join(lines))
+        return sorted(set(_reasons(tree))) if tree is not None else []
+    except _UNPARSABLE:
+        pass
+    found = {TOO_DEEP}
+    for line in lines:  # what the parser can take of it, one line at a time
+        try:
+            tree = _parse(line)
+            found.update(_reasons(tree) if tree is not None else ())
+        except _UNPARSABLE:
+            continue
+    return sorted(found)
 
 
 def scan_cells(sources: Iterable[str]) -> list[str]:
-    """Reasons over all the student's cells, without duplicates, in a stable order."""
+    """Reasons over all the student's cells, without duplicates, in a stable order;
+    cells past :data:`MAX_TOTAL` characters in all are not parsed (and say so)."""
     found: set[str] = set()
+    total = 0
     for source in sources:
-        found.update(scan_source(source))
+        total += len(source) if isinstance(source, str) else 0
+        found.update(scan_source(source) if total <= MAX_TOTAL else [TOO_LONG])
     return sorted(found)

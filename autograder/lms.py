@@ -13,9 +13,21 @@
 The zip is read safely (no absolute or ``..`` paths, no links, bounded sizes; only
 ``.ipynb`` members are written) and each notebook becomes
 ``<student>/<assignment>/<file>`` in a temporary nbgrader layout, where the student is
-the LMS's own id (Canvas user id, Moodle participant id). The assignment comes from
-``assignment``, else the file name, else the notebook's cells. A roster (``lms.json``
-beside the scores) keeps the names, late flags and file names for ``autograder export``.
+the LMS's own id (Canvas user id, Moodle participant id), read from the LMS's own
+fields (:mod:`autograder.lms_names`). The assignment comes from ``assignment``, else
+the file name, else the notebook's cells. A roster (``lms.json`` beside the scores)
+keeps the names, late flags and file names for ``autograder export``.
+
+No file decides another student's grade, and nothing is resolved silently: each is a
+:class:`~autograder.guard.Remark` on the student's row.
+
+- A file whose name parses two ways (the uploaded name is another student's download
+  name) is *refused*: not graded, and its row (under the LMS's own id) says why. The
+  student it names is graded on their own notebook.
+- A student with several notebooks for one assignment is graded on the latest (Canvas:
+  highest attachment id, a file named as the assignment first), and the row names the
+  others, which were not graded.
+- One id under two names (a forged or merged download) is refused, every file of it.
 """
 
 from __future__ import annotations
@@ -31,6 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .course import ASSIGNMENTS, CourseError, check_assignment
+from .guard import Remark
+from .lms_names import CANVAS, MOODLE_DIR, MOODLE_FILE, Entry, conflicting, parse_name
 
 __all__ = ["Entry", "Intake", "parse_name", "is_download", "check_download", "open_download",
            "grade_download", "read_roster", "ROSTER"]
@@ -38,11 +52,6 @@ __all__ = ["Entry", "Intake", "parse_name", "is_download", "check_download", "op
 log = logging.getLogger("autograder")
 
 ROSTER = "lms.json"
-CANVAS = re.compile(r"^(?:(?P<late1>late)_)?(?:(?P<name>.*?)_)?(?:(?P<late2>late)_)?"
-                    r"(?P<user>\d+|anon_[a-z0-9]+)_(?P<attachment>\d+)_(?P<file>.+)$", re.I)
-MOODLE_DIR = re.compile(r"^(?P<name>.+)_(?P<user>\d+)_assignsubmission_(?P<plugin>[a-z]+)_$")
-MOODLE_FILE = re.compile(r"^(?P<name>.+)_(?P<user>\d+)_assignsubmission_(?P<plugin>[a-z]+)_"
-                         r"(?P<file>.+)$")
 #: Canvas appends -1, -2 ... to a file name the student uploaded again.
 REUPLOAD = re.compile(r"-\d+$")
 MAX_MEMBERS, MAX_NOTEBOOK, MAX_TOTAL = 20000, 50 << 20, 2 << 30
@@ -50,43 +59,14 @@ _SKIP = {"__MACOSX", ".ipynb_checkpoints"}
 
 
 @dataclass
-class Entry:
-    """One notebook of an LMS download."""
-
-    lms: str
-    student: str
-    name: str
-    filename: str
-    source: Path
-    late: bool = False
-    order: int = 0
-    assignment: str | None = None
-
-
-@dataclass
 class Intake:
-    """A download laid out for grading: ``folder`` holds ``<student>/<assignment>/``."""
+    """A download laid out for grading: ``folder`` holds ``<student>/<assignment>/``;
+    ``remarks`` what the rows must say (files not graded, and why)."""
 
     lms: str
     folder: Path
     students: dict[str, dict] = field(default_factory=dict)
-
-
-# ------------------------------------------------------------------ names
-
-
-def parse_name(rel: PurePosixPath, source: Path) -> Entry | None:
-    """The entry a notebook's path inside the download stands for (None: not an LMS name)."""
-    for folder in rel.parts[:-1]:  # Moodle keeps the student's own subfolders below its own
-        if m := MOODLE_DIR.match(folder):
-            return Entry("moodle", m["user"], m["name"], rel.name, source)
-    if m := MOODLE_FILE.match(rel.name):
-        return Entry("moodle", m["user"], m["name"], m["file"], source)
-    if m := CANVAS.match(rel.name):
-        late = bool(m["late1"] or m["late2"])
-        return Entry("canvas", m["user"], m["name"] or "", m["file"], source, late,
-                     int(m["attachment"]))
-    return None
+    remarks: dict[tuple[str, str], Remark] = field(default_factory=dict)
 
 
 def _notebooks(root: Path) -> list[Path]:
@@ -258,28 +238,70 @@ def _target_name(entry: Entry) -> str:
     return safe if safe.endswith(".ipynb") else f"{safe}.ipynb"
 
 
-def _layout(entries: list[Entry], folder: Path) -> dict[str, dict]:
-    """One notebook per (student, assignment) into ``folder``; returns the roster."""
+_LMS = {"canvas": "Canvas", "moodle": "Moodle"}
+
+
+def _refusals(group: list[Entry], students: set[str]) -> dict[int, tuple[str, str]]:
+    """Why each refused entry of one (student, assignment) is refused, by its index."""
+    names = sorted({e.name for e in group})
+    if len(names) > 1:  # no LMS names one id twice: forged, or two downloads merged
+        both = "、".join(names)
+        why = (f"本次下载中同一个学号 {group[0].student} 对应多个姓名（{both}），未评分：请重新下载",
+               f"the download names {_LMS[group[0].lms]} id {group[0].student} as "
+               f"{' and '.join(map(repr, names))}: not graded; download the submissions again")
+        return dict.fromkeys(range(len(group)), why)
+    refused = {}
+    for i, e in enumerate(group):
+        if others := conflicting(e, students):
+            ids = ", ".join(others)
+            refused[i] = (f"上传的文件名“{e.filename}”也可读作另一位学生（{ids}）的下载文件名，"
+                          f"未评分：请在 {_LMS[e.lms]} 中核对后人工评分",
+                          f"the uploaded file name {e.filename!r} also reads as the download "
+                          f"name of another student ({ids}): not graded; check it in "
+                          f"{_LMS[e.lms]} and grade it by hand")
+    return refused
+
+
+def _layout(entries: list[Entry], folder: Path) -> tuple[dict[str, dict], dict]:
+    """One notebook per (student, assignment) into ``folder``; returns the roster and
+    the rows' remarks (see the module docstring)."""
     groups: dict[tuple[str, str], list[Entry]] = {}
     for e in entries:
         groups.setdefault((e.student, e.assignment), []).append(e)
+    ids = {e.student for e in entries}
     students: dict[str, dict] = {}
+    remarks: dict[tuple[str, str], Remark] = {}
     for (student, assignment), group in sorted(groups.items()):
-        group.sort(key=lambda e: (_target_name(e) == f"{assignment}.ipynb", e.order,
-                                  e.filename))
-        chosen = group[-1]
-        target = folder / student / assignment / _target_name(chosen)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(chosen.source, target)
-        row = students.setdefault(student, {"name": chosen.name, "late": False, "files": {},
-                                            "ignored": []})
-        row["late"] = row["late"] or chosen.late
-        row["files"][assignment] = chosen.filename
-        row["ignored"] += [e.filename for e in group[:-1]]
-        if len(group) > 1:
-            log.warning("%s/%s: graded %s, ignored %s", student, assignment, chosen.filename,
-                        ", ".join(e.filename for e in group[:-1]))
-    return students
+        refused = _refusals(group, ids)
+        usable = sorted((e for i, e in enumerate(group) if i not in refused),
+                        key=lambda e: (_target_name(e) == f"{assignment}.ipynb", e.order,
+                                       e.filename))
+        row = students.setdefault(student, {"name": group[0].name, "late": False,
+                                             "files": {}, "ignored": []})
+        (folder / student / assignment).mkdir(parents=True, exist_ok=True)
+        notes = list(dict.fromkeys(refused.values()))
+        if usable:
+            chosen = usable[-1]
+            shutil.copyfile(chosen.source, folder / student / assignment / _target_name(chosen))
+            row["late"] = row["late"] or chosen.late
+            row["files"][assignment] = chosen.filename
+            row["ignored"] += [e.filename for e in usable[:-1]]
+            if len(usable) > 1:
+                notes.append(_several(chosen, usable[:-1]))
+        if refused:
+            row.setdefault("refused", []).extend(group[i].filename for i in sorted(refused))
+        if notes:
+            log.warning("%s/%s: %s", student, assignment, "; ".join(en for _zh, en in notes))
+            remarks[(student, assignment)] = Remark(tuple(notes), refused=not usable)
+    return students, remarks
+
+
+def _several(chosen: Entry, others: list[Entry]) -> tuple[str, str]:
+    names = ", ".join(e.filename for e in others)
+    return (f"本次下载中有该学生的 {len(others) + 1} 个 notebook：评分的是“{chosen.filename}”"
+            f"（最新的一个），未评分：{names}",
+            f"the download holds {len(others) + 1} notebooks of this student: graded "
+            f"{chosen.filename!r} (the latest), not graded: {names}")
 
 
 def _entries(root: Path) -> list[Entry]:
@@ -312,7 +334,8 @@ def open_download(path: Path, *, assignment: str | None, work: Path) -> Intake |
                           "on its own")
     _assign(entries, assignment)
     folder = work / "class"
-    return Intake(kinds.pop(), folder, _layout(entries, folder))
+    students, remarks = _layout(entries, folder)
+    return Intake(kinds.pop(), folder, students, remarks)
 
 
 def check_download(path: Path, assignment: str | None = None) -> int:
@@ -322,7 +345,7 @@ def check_download(path: Path, assignment: str | None = None) -> int:
         intake = open_download(Path(path), assignment=assignment, work=Path(work))
         if intake is None:
             raise CourseError(f"{path} is not an LMS download")
-        return sum(len(row["files"]) for row in intake.students.values()) if \
+        return sum(1 for p in intake.folder.glob("*/*") if p.is_dir()) if \
             intake.students else _count_notebooks(intake.folder, assignment)
 
 
@@ -339,7 +362,8 @@ def grade_download(*, submissions: Path, out: Path, assignment: str | None = Non
         intake = open_download(Path(submissions), assignment=assignment, work=Path(work))
         if intake is None:
             raise CourseError(f"{submissions} is not an LMS download")
-        results = grade(submissions=intake.folder, out=out, assignment=assignment, **options)
+        results = grade(submissions=intake.folder, out=out, assignment=assignment,
+                        remarks=intake.remarks, **options)
     roster = {"lms": intake.lms, "download": Path(submissions).name,
               "students": intake.students}
     if intake.lms != "nbgrader":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.integrity import scan_cells, scan_source
+from autograder.integrity import MAX_CELL, MAX_TOTAL, TOO_DEEP, TOO_LONG, scan_cells, scan_source
 
 
 @pytest.mark.parametrize("source, reason", [
@@ -34,3 +34,22 @@ def test_ordinary_code_is_not_flagged(source):
 def test_reasons_are_collected_once_across_cells():
     cells = ["np.allclose = None", "np.allclose = None", "import os\nos._exit(1)"]
     assert len(scan_cells(cells)) == 2
+
+
+def test_code_hidden_behind_what_the_parser_cannot_take_is_flagged_line_by_line():
+    """``1+1+…`` with 3000 terms: RecursionError in ast.parse (the batch ended on it)."""
+    source = "_padding = " + "+".join(["1"] * 3000) + "\nimport autograder.bank\nx = 1"
+    reasons = scan_source(source)
+    assert TOO_DEEP in reasons and any("导入了评分程序" in r for r in reasons)
+    assert scan_source("x = " + "not " * 5000 + "1") == [TOO_DEEP]
+
+
+def test_what_is_too_long_to_scan_says_so():
+    assert scan_source("x = 1\n" * (MAX_CELL // 6 + 1)) == [TOO_LONG]
+    cells = ["x = 1\n" * (MAX_CELL // 6 - 10)] * (MAX_TOTAL // MAX_CELL + 2)
+    assert scan_cells(cells + ["import autograder"]) == [TOO_LONG]
+
+
+def test_a_long_rebound_name_is_quoted_short():
+    (reason,) = scan_source("np." + "a" * 10_000 + " = 1")
+    assert len(reason) < 300

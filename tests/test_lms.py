@@ -31,10 +31,19 @@ CANVAS_FILES = {  # Canvas's names: <name>_[LATE_]<user id>_<attachment id>_<fil
     "mistake-naive_softmax": "doejane_LATE_1002_5002_q1_value_scaling-1.ipynb",
     "renamed": "leeann_1003_5003_homework.ipynb",
     "badjson": "wuwei_1004_5004_q1_value_scaling.ipynb",
+    # a blank notebook uploaded under smithjohn's download name: Canvas prefixes it
+    "blank": "mallorymei_1005_5009_smithjohn_1001_5001_q1_value_scaling.ipynb",
 }
 MOODLE_FILES = {  # Moodle's folders: <Full Name>_<participant id>_assignsubmission_file_/
     "perfect": "Zhang San_2001_assignsubmission_file_/q1_value_scaling.ipynb",
     "mistake-naive_softmax": "Li Si_2002_assignsubmission_file_/q1_value_scaling.ipynb",
+}
+#: Issue 20's Moodle case, in the flat layout: Mallory uploads a blank notebook named as
+#: Alice's download name (a greedy pattern graded Alice on it, 0/17, and Mallory had no row).
+MOODLE_FLAT = {
+    "perfect": "Alice Wong_3001_assignsubmission_file_q1_value_scaling.ipynb",
+    "blank": "Mallory Li_3002_assignsubmission_file_"
+             "Alice Wong_3001_assignsubmission_file_q1_value_scaling.ipynb",
 }
 
 
@@ -47,6 +56,7 @@ def _notebooks(base: Path) -> dict[str, bytes]:
         found[student] = nbformat.writes(nb).encode()
     found["renamed"] = found["perfect"]
     found["badjson"] = b'{"cells": ['
+    found["blank"] = (ROOT / "release" / A / f"{A}.ipynb").read_bytes()
     return found
 
 
@@ -67,7 +77,8 @@ def graded(tmp_path_factory):
     base = tmp_path_factory.mktemp("lms")
     nbs = _notebooks(base)
     canvas = _zip(base / "canvas.zip", {name: nbs[s] for s, name in CANVAS_FILES.items()})
-    moodle = _zip(base / "moodle.zip", {name: nbs[s] for s, name in MOODLE_FILES.items()})
+    moodle = _zip(base / "moodle.zip", {name: nbs[s] for s, name in
+                                        [*MOODLE_FILES.items(), *MOODLE_FLAT.items()]})
     (base / "salt").write_text(SALT)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "autograder.cli", "grade", str(moodle),
@@ -89,7 +100,7 @@ def test_a_canvas_zip_is_graded_under_canvas_user_ids(graded):
     base, done, _moodle = graded
     assert done.exit_code == 0, done.output
     rows = _scores(base / "canvas-out")
-    assert set(rows) == {"1001", "1002", "1003", "1004"}
+    assert set(rows) == {"1001", "1002", "1003", "1004", "1005"}
     assert rows["1001"]["auto_score"] == rows["1001"]["auto_max"] > 0
     assert rows["1002"]["lost"] == ["test_softmax_stable"]
     assert rows["1003"]["auto_score"] == rows["1003"]["auto_max"]  # found by its cells
@@ -114,10 +125,10 @@ def test_canvas_export_gives_one_row_per_student_with_their_ids(graded, tmp_path
     rows = _rows(out)
     assert rows[0] == CANVAS_HEADER + ["Lecture 9 Q1 (777)"]
     by_id = {r[1]: r for r in rows[1:]}
-    assert len(rows) == 5 and set(by_id) == {"1001", "1002", "1003", "1004"}
+    assert len(rows) == 6 and set(by_id) == {"1001", "1002", "1003", "1004", "1005"}
     scores = _scores(base / "canvas-out")
     for user, row in by_id.items():
-        assert float(row[5]) == scores[user]["auto_score"]
+        assert row[5] == ("" if user == "1005" else f"{scores[user]['auto_score']:g}")
     assert by_id["1001"][0] == "smithjohn" and by_id["1004"][5] == "0"
 
 
@@ -125,17 +136,38 @@ def test_a_moodle_zip_round_trips_to_the_grading_worksheet(graded, tmp_path):
     base, _done, (code, log) = graded
     assert code == 0, log
     scores = _scores(base / "moodle-out")
-    assert set(scores) == {"2001", "2002"}
+    assert set(scores) == {"2001", "2002", "3001", "3002"}
     out = tmp_path / "worksheet.csv"
     export(results=base / "moodle-out", to="moodle", out=out)
     rows = _rows(out)
     assert rows[0] == MOODLE_HEADER
     by_id = {r[0]: r for r in rows[1:]}
-    assert set(by_id) == {"Participant 2001", "Participant 2002"}
+    assert set(by_id) == {f"Participant {i}" for i in (2001, 2002, 3001, 3002)}
     assert by_id["Participant 2001"][1] == "Zhang San"
     assert float(by_id["Participant 2002"][2]) == scores["2002"]["auto_score"]
     assert float(by_id["Participant 2001"][3]) == scores["2001"]["auto_max"]
     assert by_id["Participant 2001"][4].endswith("+00:00")
+
+
+def test_a_file_named_as_another_student_s_download_grades_each_on_their_own(graded, tmp_path):
+    """Issue 20's Moodle case: Alice is graded on her own notebook (full marks), and
+    Mallory's file, whose name also reads as Alice's, is refused with the reason in
+    her own row, left blank by the export."""
+    base, done, (code, log) = graded
+    assert code == 0, log
+    scores = _scores(base / "moodle-out")
+    alice, mallory = scores["3001"], scores["3002"]
+    assert alice["status"] == "ok" and alice["auto_score"] == alice["auto_max"] > 0
+    assert mallory["status"] == "refused" and "3001" in mallory["reason"]
+    assert "not graded" in mallory["reason"] and mallory["auto_score"] == 0
+    roster = json.loads((base / "moodle-out" / "lms.json").read_text("utf-8"))
+    assert roster["students"]["3002"]["refused"] == [MOODLE_FLAT["blank"].split("_file_", 1)[1]]
+    export(results=base / "moodle-out", to="moodle", out=tmp_path / "w.csv")
+    grades = {r[0]: r[2] for r in _rows(tmp_path / "w.csv")[1:]}
+    assert grades["Participant 3002"] == "" and float(grades["Participant 3001"]) > 0
+    canvas = _scores(base / "canvas-out")  # the same trick on Canvas
+    assert canvas["1005"]["status"] == "refused" and "1001" in canvas["1005"]["reason"]
+    assert canvas["1001"]["auto_score"] == canvas["1001"]["auto_max"]
 
 
 # ------------------------------------------------------------------ names
@@ -291,3 +323,73 @@ def test_an_unpacked_download_is_recognised_even_inside_one_folder(tmp_path):
     intake = lms.open_download(tmp_path / "dl", assignment=None, work=tmp_path / "work")
     assert intake.lms == "moodle" and intake.students["2001"]["name"] == "Zhang San"
     assert not lms.is_download(ROOT / "release")  # nbgrader's own layout
+
+
+# ------------------------------------------------------------------ names that read two ways
+
+
+@pytest.mark.parametrize("name, lms_kind, student, claims", [
+    (MOODLE_FLAT["blank"], "moodle", "3002", {"3001"}),
+    ("Mallory Li_3002_assignsubmission_file_3001_assignsubmission_file_q1.ipynb", "moodle",
+     "3002", {"3001"}),
+    ("Mallory Li_3002_assignsubmission_file_/Alice Wong_3001_assignsubmission_file_/q1.ipynb",
+     "moodle", "3002", {"3001"}),
+    ("Mallory Li_3002_assignsubmission_file_/sub/q1.ipynb", "moodle", "3002", set()),
+    (CANVAS_FILES["blank"], "canvas", "1005", {"1001"}),
+    ("smithjohn_1001_5001_hw_2024_10_final.ipynb", "canvas", "1001", {"2024"}),
+    # a Canvas name whose uploaded part is a Moodle name: Canvas's fields come first
+    ("mallorymei_1005_5009_Alice Wong_3001_assignsubmission_file_q1.ipynb", "canvas", "1005",
+     set()),
+])
+def test_the_lms_s_own_fields_come_first_and_the_rest_is_read_for_claims(
+        name, lms_kind, student, claims):
+    entry = lms.parse_name(PurePosixPath(name), Path(name))
+    assert (entry.lms, entry.student, set(entry.claims)) == (lms_kind, student, claims)
+
+
+def _intake(tmp_path: Path, files: dict[str, bytes]):
+    download = _zip(tmp_path / "d.zip", files)
+    return lms.open_download(download, assignment=None, work=tmp_path / "work")
+
+
+def _blank() -> bytes:
+    return (ROOT / "release" / A / f"{A}.ipynb").read_bytes()
+
+
+def test_a_name_that_reads_two_ways_is_refused_and_the_named_student_is_not_touched(tmp_path):
+    intake = _intake(tmp_path, {name: _blank() for name in MOODLE_FLAT.values()})
+    remark = intake.remarks[("3002", A)]
+    assert remark.refused and "3001" in remark.notes[0][1]
+    assert ("3001", A) not in intake.remarks
+    assert list((intake.folder / "3002" / A).iterdir()) == []  # nothing of it is graded
+    assert [p.name for p in (intake.folder / "3001" / A).iterdir()] == [f"{A}.ipynb"]
+    assert lms.check_download(tmp_path / "d.zip") == 2  # both rows are counted
+
+
+def test_a_canvas_tail_that_names_nobody_in_the_download_is_graded(tmp_path):
+    intake = _intake(tmp_path, {"smithjohn_1001_5001_hw_2024_10_final.ipynb": _blank()})
+    assert intake.remarks == {} and intake.students["1001"]["files"]
+
+
+def test_several_uploads_of_one_student_are_all_named_in_the_row(tmp_path):
+    intake = _intake(tmp_path, {"amy_7_100_q1_value_scaling.ipynb": _blank(),
+                                "amy_7_101_q1_value_scaling-1.ipynb": _blank(),
+                                "amy_7_102_copy.ipynb": _blank()})
+    (zh, en), = intake.remarks[("7", A)].notes
+    assert not intake.remarks[("7", A)].refused
+    assert "3 notebooks" in en and "q1_value_scaling-1.ipynb" in en
+    assert "q1_value_scaling.ipynb" in en and "copy.ipynb" in en
+
+
+def test_one_id_under_two_names_is_refused_whole(tmp_path):
+    intake = _intake(tmp_path, {"amy_7_100_q1_value_scaling.ipynb": _blank(),
+                                "mallory_7_101_q1_value_scaling.ipynb": _blank()})
+    remark = intake.remarks[("7", A)]
+    assert remark.refused and "'amy' and 'mallory'" in remark.notes[0][1]
+
+
+def test_the_export_leaves_a_refused_file_blank(tmp_path):
+    results = _results(tmp_path / "r", [_row("11", A, 17.0), _row("12", A, 0.0, "refused")],
+                       {"lms": "canvas", "students": {}})
+    book = export(results=results, to="canvas", out=tmp_path / "c.csv")
+    assert book.blanks == [f"12/{A}"]

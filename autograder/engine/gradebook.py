@@ -6,7 +6,9 @@ holds each submission with the automatic score of every grade cell, exactly the 
 the written answers), ``generate_feedback`` and ``export`` work unchanged. When the
 gradebook does not know the assignment yet, it is created from the manifest's copy of
 the rows ``generate_assignment`` made. A batch is written by one thread of one process,
-as its submissions are graded, in one transaction committed at the end.
+as its submissions are graded, in one transaction committed at the end; each submission
+in a savepoint of its own, so one whose rows cannot be written is rolled back alone and
+reported (:attr:`GradebookWriter.failed`), and the batch goes on.
 """
 
 from __future__ import annotations
@@ -86,7 +88,45 @@ def open_gradebook(path: Path):
                              {"v": _alembic_head()})
     finally:
         engine.dispose()
-    return Gradebook(url)
+    gb = Gradebook(url)
+    gb.db.remove()  # nbgrader's own connection goes; the next ones are made as below
+    gb.engine.dispose()
+    _sqlite_transactions(gb.engine)
+    return gb
+
+
+def _sqlite_transactions(engine) -> None:
+    """pysqlite begins a transaction only before it writes, so a SAVEPOINT after a
+    commit is a transaction of its own, which RELEASE commits (one submission's rows
+    would then outlive an aborted batch). SQLAlchemy's recipe for savepoints on SQLite:
+    the driver leaves transactions alone and every SQLAlchemy transaction is SQLite's."""
+    from sqlalchemy import event
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection) -> None:
+        connection.exec_driver_sql("BEGIN")
+
+
+@contextlib.contextmanager
+def _savepoint(gb) -> Iterator[None]:
+    """One submission's rows: kept when the block ends, rolled back alone when it raises.
+    nbgrader's API rolls the whole session back on a database error before raising; in
+    here that rollback only marks the failure, and the savepoint is what is undone."""
+    nested = gb.db.begin_nested()
+    gb.db.rollback = lambda: None
+    try:
+        yield
+    except BaseException:
+        nested.rollback()
+        raise
+    else:
+        nested.commit()
+    finally:
+        del gb.db.rollback
 
 
 @contextlib.contextmanager
@@ -110,9 +150,12 @@ class GradebookWriter:
     workers grade: each submission is recorded as it arrives, so the batch does not end
     waiting for the database.
 
-    ``add(graded)`` hands one graded submission over; ``close()`` commits the batch and
-    raises whatever went wrong; ``abort()`` rolls it back: the gradebook gets the whole
-    batch or none of it (see :func:`_deferred_commits`).
+    ``add(graded)`` hands one graded submission over; ``drain()`` waits until every one
+    handed over is written (or in :attr:`failed`); ``close()`` commits the batch and
+    raises whatever went wrong outside one submission; ``abort()`` rolls it back: the
+    gradebook gets the whole batch or none of it (see :func:`_deferred_commits`).
+    :attr:`failed` maps (student, assignment) to why that submission's rows were not
+    written (each is rolled back alone, see :func:`_savepoint`).
     """
 
     _COMMIT, _ABORT = object(), object()
@@ -125,6 +168,7 @@ class GradebookWriter:
         self._inbox: queue.Queue = queue.Queue()
         self._error: BaseException | None = None
         self.written = 0
+        self.failed: dict[tuple[str, str], str] = {}
         self._thread = threading.Thread(target=self._run, name="gradebook", daemon=True)
 
     def start(self) -> None:
@@ -146,12 +190,27 @@ class GradebookWriter:
 
     def _batch(self, gb, commit: Callable[[], None]) -> None:
         while (item := self._inbox.get()) not in (self._COMMIT, self._ABORT):
-            _record(gb, item, self.manifests[item.task.assignment])
-            self.written += 1
+            try:
+                self._one(gb, item)
+            finally:
+                self._inbox.task_done()
+        self._inbox.task_done()
         if item is self._COMMIT:
             commit()
         else:
             gb.db.rollback()
+
+    def _one(self, gb, graded) -> None:
+        """One submission's rows in a savepoint: a failure costs that submission alone."""
+        key = (graded.task.student, graded.task.assignment)
+        try:
+            with _savepoint(gb):
+                _record(gb, graded, self.manifests[graded.task.assignment])
+        except Exception as err:  # logged, and reported in that submission's row
+            log.exception("gradebook: %s/%s not written", *key)
+            self.failed[key] = f"{type(err).__name__}: {str(err)[:200]}"
+        else:
+            self.written += 1
 
     def add(self, graded) -> None:
         """Record ``graded`` (a ``pool.Graded``) unless it could not be run."""
@@ -161,6 +220,17 @@ class GradebookWriter:
     def record(self, graded: Iterable) -> None:
         for g in graded:
             self.add(g)
+
+    def drain(self) -> dict[tuple[str, str], str]:
+        """Wait until everything added so far is written; returns :attr:`failed`. Raises
+        what stopped the writer's thread, if anything did."""
+        if self._thread.ident is None:
+            self.start()
+        while self._thread.is_alive() and self._inbox.unfinished_tasks:
+            self._thread.join(timeout=0.05)
+        if self._error is not None:
+            raise self._error
+        return dict(self.failed)
 
     def close(self) -> int:
         """Commit everything added; raise what went wrong in the writer's thread."""
@@ -198,7 +268,7 @@ def write_gradebook(path: Path, graded: Iterable, manifests: dict[str, Manifest]
 def _record(gb, g, manifest: Manifest) -> None:
     a, student = g.task.assignment, g.task.student
     gb.update_or_create_student(student)
-    timestamp = _timestamp(g.task.folder)
+    timestamp = g.timestamp  # read and checked by the pipeline (screening.ReadTimestamp)
     submission = gb.update_or_create_submission(
         a, student, **({"timestamp": timestamp} if timestamp else {}))
     # the submission's own rows, through its relationships: one query for all of them
@@ -212,12 +282,3 @@ def _record(gb, g, manifest: Manifest) -> None:
     comments = {comment.name: comment for comment in notebook.comments}
     for name in (row["name"] for row in manifest.gradebook["solution_cells"]):
         comments[name].auto_comment = "No response." if name in g.unanswered else None
-
-
-def _timestamp(folder: Path) -> str | None:
-    """nbgrader's ``timestamp.txt`` beside the notebook, when the submission has one."""
-    stamp = folder / "timestamp.txt"
-    if stamp.is_file() and not stamp.is_symlink():
-        text = stamp.read_text(encoding="utf-8", errors="replace").strip()
-        return text[:64] or None
-    return None

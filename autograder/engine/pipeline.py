@@ -5,11 +5,13 @@ raises :class:`Stop` with the reason the submission cannot be graded further. Ev
 step logs what it did. The steps, in order:
 
 1. :class:`FindNotebook`: the notebook in the submission folder (by name, or the only one);
-2. :class:`ReadNotebook`: valid JSON and nbformat, within a size limit, not a symlink;
-3. :class:`RestoreMetadata`: nbgrader metadata a student stripped or changed comes back
+2. :class:`ReadNotebook`: valid JSON and nbformat, within size, depth and cell-count
+   limits, not a symlink; fields of the wrong type dropped (:mod:`.screening`);
+3. :class:`.screening.ReadTimestamp`: nbgrader's ``timestamp.txt``, or a note;
+4. :class:`RestoreMetadata`: nbgrader metadata a student stripped or changed comes back
    (cells matched to the manifest by grade id, cell id or identical released text);
-4. :class:`PutBackTests`: deleted test cells are put back where they belong;
-5. :class:`OverwriteLocked`: locked cells get the manifest's text (hidden tests included),
+5. :class:`PutBackTests`: deleted test cells are put back where they belong;
+6. :class:`OverwriteLocked`: locked cells get the manifest's text (hidden tests included),
    as ``nbgrader autograde``'s ``OverwriteCells`` does;
 6. :class:`ClearSubmittedOutputs`: every output, execution count, attachment and
    non-nbgrader metadata the submission brought is dropped (a cell that never runs shows
@@ -20,7 +22,11 @@ step logs what it did. The steps, in order:
    values, seeded by (salt, student, check); outputs keep safe types only, within one
    budget per notebook (:class:`~.outputs.OutputBudget`);
 9. :class:`Score`: a test cell earns its points iff its visible part raised nothing and
-   every check passed; a broken check leaves it ungraded and flags the row.
+   every check passed; a broken check leaves it ungraded and flags the row;
+10. :class:`.screening.Review`: the review scan of the student's code.
+
+A step marked ``optional`` (the timestamp, the review) that fails on a bug of ours is
+logged and skipped with a note: it never costs the submission its scores.
 """
 
 from __future__ import annotations
@@ -38,12 +44,15 @@ import nbformat
 from nbformat import NotebookNode
 
 from .. import bank
+from . import memcg
 from .errors import ChildGone, Missing, StudentFault
 from .manifest import CellSpec, Manifest
 from .outputs import OutputBudget, clean_outputs, verdict_output
 from .proxy import Child, ZygoteLink
-from .sandbox import SandboxLimits
+from .sandbox import REFUSED, SandboxLimits
+from .screening import ReadTimestamp, Review, read_notebook
 from .settings import GradeSettings
+from .stop import Note, Stop
 
 __all__ = ["Job", "CellResult", "Stop", "PIPELINE", "run", "Note"]
 
@@ -54,22 +63,6 @@ MAX_NOTEBOOK = 50 << 20
 MAX_FILES, MAX_FILE_BYTES = 200, 100 << 20
 #: Seconds to read one variable of the child for a check.
 GET_SECONDS = 15.0
-
-
-@dataclass(frozen=True)
-class Note:
-    """A reason shown in the scores table, in Chinese and English."""
-
-    zh: str
-    en: str
-
-
-class Stop(Exception):
-    """The submission cannot be graded further; the note says why."""
-
-    def __init__(self, zh: str, en: str) -> None:
-        super().__init__(en)
-        self.note = Note(zh, en)
 
 
 @dataclass
@@ -102,6 +95,7 @@ class Job:
     manifest: Manifest
     settings: GradeSettings
     zygote: ZygoteLink | None = None
+    memory: memcg.MemoryPlan | None = None  # the batch's memory bound (None: seccomp only)
     notebook_path: Path | None = None
     nb: NotebookNode | None = None
     files: dict[str, bytes] = field(default_factory=dict)
@@ -110,10 +104,14 @@ class Job:
     stopped: bool = False
     seconds: float = 0.0
     unanswered: set[str] = field(default_factory=set)
+    timestamp: str | None = None  # from timestamp.txt, ISO, UTC
+    review: list[str] = field(default_factory=list)
+    memory_peak: int | None = None  # bytes, where a cgroup measured it
 
     def note(self, zh: str, en: str) -> None:
-        self.notes.append(Note(zh, en))
-        log.info("%s/%s: %s", self.student, self.assignment, en)
+        note = Note(zh, en)
+        self.notes.append(note)
+        log.info("%s/%s: %s", self.student, self.assignment, note.en)
 
     #: Test cells of practice extensions: checked, reported, never scored.
     practice: dict[str, CellResult] = field(default_factory=dict)
@@ -188,19 +186,9 @@ class ReadNotebook:
         if len(raw) > MAX_NOTEBOOK:
             raise Stop(f"notebook 超过 {MAX_NOTEBOOK >> 20} MB，无法评分",
                        f"the notebook exceeds {MAX_NOTEBOOK >> 20} MB")
-        try:
-            nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
-            if not isinstance(nb.get("cells"), list):
-                raise ValueError("no cells")
-            for cell in nb.cells:
-                if cell.get("cell_type") not in ("code", "markdown", "raw"):
-                    raise ValueError("unknown cell type")
-                if not isinstance(cell.get("source", ""), str):
-                    raise ValueError("cell source is not text")
-        except Exception as err:  # nbformat raises several kinds for a broken file
-            raise Stop("文件不是有效的 notebook（JSON 无法解析），无法评分",
-                       f"not a valid notebook ({type(err).__name__}), cannot be graded") from None
-        job.nb = nb
+        job.nb, notes = read_notebook(raw)
+        for zh, en in notes:
+            job.note(zh, en)
 
 
 class RestoreMetadata:
@@ -347,8 +335,10 @@ class Execute:
     def __call__(self, job: Job) -> None:
         settings = job.settings
         limits = SandboxLimits(memory=settings.memory_mb << 20,
-                               cpu_seconds=int(settings.timeout) + 10)
-        child = job.zygote.spawn(limits)
+                               cpu_seconds=int(settings.timeout) + 10,
+                               shared_memory=job.memory.shared_memory if job.memory else REFUSED)
+        child, cgroup = memcg.spawn(job.zygote, limits, job.memory,
+                                    who=f"{job.student}/{job.assignment}")
         deadline = time.monotonic() + settings.timeout
         budget = OutputBudget(settings.output_mb << 20)
         try:
@@ -360,6 +350,15 @@ class Execute:
             job.note(f"无法运行：{err}", f"could not run the notebook: {err.reason}")
         finally:
             job.zygote.retire(child)
+            job.memory_peak, killed = memcg.settle(job.memory, cgroup)
+            if job.memory_peak is not None:
+                log.info("%s/%s: peak memory %d MB", job.student, job.assignment,
+                         job.memory_peak >> 20)
+            if killed:
+                mb = settings.memory_mb
+                job.note(f"内存用量超过上限 {mb} MB（共享内存和 /tmp 中的文件也计入），进程被终止",
+                         f"killed for using more than {mb} MB of memory (shared memory and "
+                         "files in /tmp count)")
 
     def _cell(self, job: Job, child: Child, cell: NotebookNode, deadline: float,
               budget: OutputBudget) -> None:
@@ -485,13 +484,14 @@ class Score:
                 result.messages.append("未运行。")
 
 
-PIPELINE: tuple = (FindNotebook(), ReadNotebook(), RestoreMetadata(), PutBackTests(),
-                   OverwriteLocked(), ClearSubmittedOutputs(), CollectFiles(), Execute(),
-                   Score())
+PIPELINE: tuple = (FindNotebook(), ReadNotebook(), ReadTimestamp(),
+                   RestoreMetadata(), PutBackTests(), OverwriteLocked(),
+                   ClearSubmittedOutputs(), CollectFiles(), Execute(), Score(), Review())
 
 
 def run(job: Job, steps: tuple = PIPELINE) -> Job:
-    """Put ``job`` through ``steps``; a :class:`Stop` ends it with its note (nothing scored)."""
+    """Put ``job`` through ``steps``; a :class:`Stop` ends it with its note (nothing
+    scored); an ``optional`` step that fails is skipped with a note."""
     started = time.monotonic()
     for step in steps:
         log.debug("%s/%s: %s", job.student, job.assignment, step.name)
@@ -503,5 +503,12 @@ def run(job: Job, steps: tuple = PIPELINE) -> Job:
             log.info("%s/%s: stopped at %s: %s", job.student, job.assignment, step.name,
                      stop.note.en)
             break
+        except Exception as err:
+            if not getattr(step, "optional", False):
+                raise
+            log.exception("%s/%s: step %s failed", job.student, job.assignment, step.name)
+            job.note(f"评分程序的“{step.name}”步骤出错，已跳过（详见 grading.log）",
+                     f"the grader's step {step.name!r} failed and was skipped "
+                     f"({type(err).__name__}; see grading.log)")
     job.seconds = round(time.monotonic() - started, 3)
     return job

@@ -5,7 +5,9 @@ any thread of its own; each worker has its own link to the zygote
 (:meth:`.proxy.Zygote.link`), grades one submission at a time (the pipeline) with the
 next one already queued, and sends back a :class:`Graded` record: scores, notes, the
 autograded notebook and its feedback page. A worker that dies or overruns its watchdog is replaced and its
-submission reported as a grader error; the batch goes on.
+submission reported as a grader error; the batch goes on. How the children's memory is
+bounded (:mod:`.memcg`) is chosen once per batch, before the workers are forked, and
+logged.
 """
 
 from __future__ import annotations
@@ -59,9 +61,12 @@ class Graded:
     crashed: str = ""  # a grader crash (traceback), not the student's doing
     isolation: str = ""  # which sandbox protections were missing, if any
     practice: list = field(default_factory=list)  # practice extensions' CellResults
+    review: list[str] = field(default_factory=list)  # code to review (integrity scan)
+    timestamp: str | None = None  # timestamp.txt, ISO UTC (None: none or unreadable)
+    memory_peak: int | None = None  # the child's peak bytes, where a cgroup measured it
 
 
-def _grade_one(task: Task, settings: GradeSettings, zygote) -> Graded:
+def _grade_one(task: Task, settings: GradeSettings, zygote, memory=None) -> Graded:
     import nbformat
 
     from .feedback import render_feedback
@@ -69,17 +74,18 @@ def _grade_one(task: Task, settings: GradeSettings, zygote) -> Graded:
     from .pipeline import Job, run
 
     job = run(Job(task.student, task.assignment, task.folder, load(task.assignment), settings,
-                  zygote=zygote))
+                  zygote=zygote, memory=memory))
     graded = Graded(task, list(job.cells.values()), job.notes, job.stopped,
                     seconds=job.seconds, files=sorted(job.files),
-                    unanswered=sorted(job.unanswered), practice=list(job.practice.values()))
+                    unanswered=sorted(job.unanswered), practice=list(job.practice.values()),
+                    review=job.review, timestamp=job.timestamp, memory_peak=job.memory_peak)
     if job.nb is not None and not job.stopped:
         graded.notebook = nbformat.writes(job.nb)
         graded.feedback = render_feedback(job)
     return graded
 
 
-def _worker(conn: Connection, settings: GradeSettings, level: int, zygote) -> None:
+def _worker(conn: Connection, settings: GradeSettings, level: int, zygote, memory) -> None:
     """A worker's life: wait for the zygote (through its own link to it), then tasks
     until the parent closes the pipe."""
     logging.getLogger("autograder").setLevel(level)
@@ -105,7 +111,7 @@ def _worker(conn: Connection, settings: GradeSettings, level: int, zygote) -> No
                 return           # so closing the pipe alone would not end them)
             position, task = message
             try:
-                graded = _grade_one(task, settings, zygote)
+                graded = _grade_one(task, settings, zygote, memory)
             except Exception:  # a grader bug: reported, never the student's 0
                 graded = Graded(task, crashed=traceback.format_exc())
             conn.send(("done", (position, graded)))
@@ -114,11 +120,12 @@ def _worker(conn: Connection, settings: GradeSettings, level: int, zygote) -> No
 
 
 class _Worker:
-    def __init__(self, ctx, settings: GradeSettings, zygote) -> None:
+    def __init__(self, ctx, settings: GradeSettings, zygote, memory) -> None:
         self.conn, theirs = ctx.Pipe()
         level = logging.getLogger("autograder").getEffectiveLevel()
         link = zygote.link(ahead=True)
-        self.proc = ctx.Process(target=_worker, args=(theirs, settings, level, link),
+        self.memory = memory
+        self.proc = ctx.Process(target=_worker, args=(theirs, settings, level, link, memory),
                                 daemon=True)
         self.proc.start()
         theirs.close()
@@ -174,15 +181,19 @@ def grade_tasks(tasks: Iterable[Task], settings: GradeSettings, *, jobs: int,
         if started:
             started()
         return []
+    from . import memcg
     from .proxy import Zygote, ZygoteError
 
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     # one warm zygote for all workers: it starts while they are prepared and forked
     zygote = Zygote(isolate=settings.isolate)
+    memory = memcg.plan(cgroups=settings.cgroups)
+    (log.warning if memory.mechanism == "none" else log.info)("%s", memory.describe())
     try:
         _preload({t.assignment for t in tasks})
         _logging_handlers_flushed()
-        workers = [_Worker(ctx, settings, zygote) for _ in range(max(1, min(jobs, len(tasks))))]
+        workers = [_Worker(ctx, settings, zygote, memory)
+                   for _ in range(max(1, min(jobs, len(tasks))))]
         if started:
             started()
         return _run_batch(tasks, workers, ctx, settings, zygote, progress)
@@ -190,6 +201,7 @@ def grade_tasks(tasks: Iterable[Task], settings: GradeSettings, *, jobs: int,
         raise SandboxUnavailable(str(err)) from None
     finally:
         zygote.close()
+        memory.close()
 
 
 def _run_batch(tasks: list[Task], workers: list[_Worker], ctx, settings: GradeSettings,
@@ -288,11 +300,11 @@ def _collect(workers: list[_Worker], ctx, settings: GradeSettings, zygote,
                 w.finished()
             else:
                 finished += _lost(w, f"grading worker died: {payload}", pending)
-                workers[i] = _Worker(ctx, settings, zygote)
+                workers[i] = _Worker(ctx, settings, zygote, w.memory)
         elif w.task is not None and time.monotonic() - w.since > limit:
             w.proc.kill()
             finished += _lost(w, f"grading worker stuck for more than {limit:g} s", pending)
-            workers[i] = _Worker(ctx, settings, zygote)
+            workers[i] = _Worker(ctx, settings, zygote, w.memory)
     return finished
 
 

@@ -20,6 +20,7 @@ root grader also runs it as a separate unprivileged user (:mod:`.studentuser`).
 from __future__ import annotations
 
 import ctypes
+import errno
 import fcntl
 import os
 import platform
@@ -30,9 +31,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import seccomp  # imported now: the package is not in the child's view
+
 __all__ = ["SandboxLimits", "View", "enter_view", "isolate_child", "drop_privileges",
-           "open_files", "reopenable", "reopen_privately",
-           "HOME", "MISSING_WITHOUT_NAMESPACES"]
+           "open_files", "reopenable", "reopen_privately", "tmpfs_bytes",
+           "address_space_limit", "bound_shared_memory", "HOME", "MISSING_WITHOUT_NAMESPACES",
+           "COUNTED", "REFUSED", "UNBOUNDED"]
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -51,19 +55,29 @@ MISSING_WITHOUT_NAMESPACES = (
     "the child can read files this user can read (the course, other submissions) and "
     "use the network; processes it detaches are killed by a best-effort subreaper")
 
+#: What a child does about memory no address space shows (memfd files, System V
+#: segments, its tmpfs): ``counted`` by a memory cgroup the host put it in (see
+#: :mod:`.memcg`), ``refused`` by a seccomp filter (tmpfs sizes taken out of the
+#: address-space limit), or ``unbounded`` where neither is possible.
+COUNTED, REFUSED, UNBOUNDED = "counted", "refused", "unbounded"
+#: The system calls that make memory outside the address space, refused without a cgroup.
+SHARED_MEMORY_CALLS = ("memfd_create", "memfd_secret", "shmget", "shmat")
+
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    """Per-submission limits: bytes of address space beyond the zygote's, CPU seconds,
-    processes, bytes per file and of each tmpfs, open files."""
+    """Per-submission limits: bytes of memory beyond the zygote's, CPU seconds,
+    processes, bytes per file (and at most of each tmpfs), open files, and how shared
+    memory is bounded (:data:`COUNTED`, :data:`REFUSED` or :data:`UNBOUNDED`)."""
 
     memory: int = 2 << 30
     cpu_seconds: int = 600
     processes: int = 64
     file_bytes: int = 64 << 20
     open_files: int = 256
+    shared_memory: str = REFUSED
 
 
 @dataclass(frozen=True)
@@ -332,14 +346,43 @@ def private_folders(view: View, limits: SandboxLimits) -> None:
     namespace)."""
     if not view.isolated:
         return
-    size = max(limits.file_bytes, 1 << 20)
+    size = tmpfs_bytes(limits)
     for folder in (view.tmp, HOME):
         _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
 
 
+#: The child's tmpfs folders (``/tmp`` and its home), each of :func:`tmpfs_bytes`.
+TMPFS_FOLDERS = 2
+
+
+def tmpfs_bytes(limits: SandboxLimits) -> int:
+    """Size of each of the child's tmpfs folders: a file's limit, and at most an eighth
+    of the memory, so both fit in the budget whatever counts them."""
+    return max(1 << 20, min(limits.file_bytes, limits.memory // 8))
+
+
+def address_space_limit(limits: SandboxLimits, base_address_space: int) -> int:
+    """``RLIMIT_AS``: the zygote's own mappings plus the memory budget; without a
+    cgroup, what the tmpfs folders may hold comes out of that budget (no address space
+    shows a tmpfs file's pages)."""
+    memory = limits.memory
+    if limits.shared_memory != COUNTED:
+        memory -= TMPFS_FOLDERS * tmpfs_bytes(limits)
+    return base_address_space + max(memory, 16 << 20)
+
+
+def bound_shared_memory(limits: SandboxLimits) -> None:
+    """In the student's PID 1, last thing before it serves: without a cgroup counting
+    it, refuse every system call that makes memory outside the address space
+    (``OSError`` if the kernel refuses the filter: such a child must not run). The
+    module is imported with this one, while the package is still in view."""
+    if limits.shared_memory == REFUSED:
+        seccomp.deny({name: errno.EPERM for name in SHARED_MEMORY_CALLS})
+
+
 def apply_limits(limits: SandboxLimits, base_address_space: int) -> None:
     """Resource limits; the address-space limit counts what the zygote already maps."""
-    memory = base_address_space + limits.memory
+    memory = address_space_limit(limits, base_address_space)
     for which, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_CORE, 0),
                          (resource.RLIMIT_FSIZE, limits.file_bytes),
                          (resource.RLIMIT_NOFILE, limits.open_files),

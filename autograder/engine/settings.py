@@ -42,7 +42,10 @@ class GradeSettings:
     answer keys' outputs, figures included, are a small fraction of it;
     ``allow_unprotected``: grade even where student code would run as the grader's own
     user (no namespaces, and not root, so no separate user either); the Gradescope
-    bundle refuses to grade there instead."""
+    bundle refuses to grade there instead; ``cgroups``:
+    a memory cgroup per child where the machine allows, so shared memory and the child's
+    tmpfs count towards ``memory_mb`` (off, or where none is allowed: the child refuses
+    shared memory instead; see :mod:`.memcg`)."""
 
     timeout: float = 300.0
     cell_timeout: float = 60.0
@@ -51,6 +54,7 @@ class GradeSettings:
     isolate: bool = True
     output_mb: int = 16
     allow_unprotected: bool = True
+    cgroups: bool = True
 
 
 DEFAULTS = GradeSettings()

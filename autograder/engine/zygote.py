@@ -229,6 +229,7 @@ def _student_init(sock_fd: int, go_r: int, view: sandbox.View, limits: sandbox.S
             sandbox.drop_privileges()
         elif user is not None:
             studentuser.become(user)
+        sandbox.bound_shared_memory(limits)  # in PID 1 only: the zygote stays unfiltered
         serve(socket.socket(fileno=sock_fd), kernel)
         code = 0
     finally:
