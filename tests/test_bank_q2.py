@@ -243,15 +243,22 @@ def test_mistake_loses_its_cells_on_every_one_of_200_seeds(variant, monkeypatch)
     assert seeds.surviving_seeds(A, variant) == dict.fromkeys(variant.loses, [])
 
 
-def test_the_lean_namespace_grades_like_the_full_notebook(notebook):
+def test_the_lean_namespace_holds_the_full_notebooks_answers(notebook):
     assert set(DEFINED_IN) <= set(vars(notebook))
-    assert _grade(notebook) == dict.fromkeys(CALLS)
+    for name in ("dot_aligned_200", "scaled_aligned_200", "mean_square_2", "typical_random_200"):
+        assert getattr(notebook, name) == getattr(REFERENCE, name)
+
+
+#: The checks that draw hidden inputs (the hand values are fixed).
+DRAWING = ["test_samples", "test_std", "test_aligned_samples", "test_independent_growth", "test_chain"]
 
 
 @pytest.mark.parametrize("variant", [None, *samples_q2.MISTAKES[4:6]], ids=lambda v: v.name if v else "reference")
 def test_same_seed_same_verdict(variant):
     ns = lean_namespace(A, variant)
-    assert _grade(ns, seed=99) == _grade(ns, seed=99)
+    for cell in DRAWING if variant is None else sorted(variant.loses):
+        name = CHECK_OF[cell]
+        assert _verdict(name, _values(cell, ns), seed=99) == _verdict(name, _values(cell, ns), seed=99)
 
 
 def _returns(value):
@@ -489,16 +496,16 @@ def test_chain_sees_a_statistic_from_another_trial(key):
     assert message and q2.CHAIN_UNPAIRED.label in message
 
 
-@pytest.mark.parametrize("formula, label", [
-    (lambda p, u: p * (1 - p) * u, q2.JAC_DIAGONAL.label),
-    (lambda p, u: u, q2.GRAD_NO_SOFTMAX.label),
+@pytest.mark.parametrize("formula, label, seeds", [
+    (lambda p, u: p * (1 - p) * u, q2.JAC_DIAGONAL.label, 200),  # passed on 16 of 200 seeds before
+    (lambda p, u: u, q2.GRAD_NO_SOFTMAX.label, 50),
 ])
-def test_chain_sees_a_wrong_gradient_formula_on_200_seeds(formula, label):
+def test_chain_sees_a_wrong_gradient_formula_on_every_seed(formula, label, seeds):
     def wrong(out, p, u):
         out["grad_norm"] = np.linalg.norm(formula(p, u), axis=-1)
         return out
     func = _chain_with(wrong)
-    messages = [_verdict("q2.chain", {"chain_experiment": func}, seed) for seed in range(200)]
+    messages = [_verdict("q2.chain", {"chain_experiment": func}, seed) for seed in range(seeds)]
     assert all(messages) and all(label in m for m in messages)
 
 
