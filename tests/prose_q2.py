@@ -3,7 +3,7 @@
 ``GIVEN``: numbers the prose uses as they are (inputs, seeds, thresholds, section
 numbers). ``FIGURES``: each computed number exactly as the prose prints it -> a
 function computing that text from the notebook's own solution (the same code the
-student's notebook runs, with the notebook's seeds).
+student's notebook runs, with the notebook's seeds) or from its cell metadata.
 """
 
 from __future__ import annotations
@@ -17,13 +17,15 @@ from functools import cache
 import numpy as np
 
 GIVEN: set[str] = {
-    "0.9",     # cos θ of reading B in the experiments and the plot
-    "400",     # trials per d_k for the plot
-    "2024",    # the plot's seed
-    "0.01",    # "almost no gradient" threshold in the caption
-    "20",      # the caption's "largest 20 % of the trials"
-    "0.5",     # an example of a float in the SymPy instructions
-    "8.1", "8.2", "8.3", "8.4", "10.1", "10.2",  # section numbers
+    "0.9",     # cos θ of reading B in the experiments and the plots
+    "0.1",     # §5: ten equal weights are 1/10 each (also FIGURES' floor of the unscaled losses)
+    "400",     # trials per d_k in §5 and in the plots
+    "2024",    # the plots' seed
+    "0.01",    # "almost no gradient" threshold in 拓展 C's model answer
+    "20",      # the model answer's "largest 20 % of the trials"
+    "0.5",     # an example of a float in the SymPy instructions; the retrieval task's noise
+    "16", "64", "256", "80", "0.3", "30", "0.05",  # 拓展 D: d_model, d_k, steps, learning rates, level
+    "1.1", "1.2", "2.1", "2.2", "4.1", "4.2",  # section numbers
 }
 
 
@@ -35,11 +37,19 @@ def _ns():
         return solution_namespace("q2_dk_growth")
 
 
-def _aligned_demo_weight(dim: int) -> float:
-    """Softmax weight of the Key that points the same way as q (section 1's demo)."""
-    ns = _ns()
-    q, k1, k2 = np.ones(dim), np.ones(dim), np.tile([1.0, -1.0], dim // 2)
-    return float(ns.softmax(np.array([q @ k1, q @ k2]) / np.sqrt(dim))[0])
+@cache
+def _parts() -> dict[str, dict]:
+    """Part id -> the autograder metadata of its first cell (core: the intro cell)."""
+    import nbformat
+    from lecture import ROOT
+
+    nb = nbformat.read(ROOT / "source" / "q2_dk_growth" / "q2_dk_growth.ipynb", as_version=4)
+    parts: dict[str, dict] = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("autograder", {})
+        if "part" in meta:
+            parts.setdefault(meta["part"], meta)
+    return parts
 
 
 def _table(flag: bool, key: str, dim: int) -> float:
@@ -54,34 +64,88 @@ def _flat_pct() -> float:
     return max(100 * (max(table[key]) / min(table[key]) - 1) for key in ("max_weight", "entropy", "grad_norm"))
 
 
+def _sharp(dim: int, scaled: bool, which: int) -> float:
+    """§5: (reading A's mean largest weight, reading B's mean weight on the aligned key)."""
+    return _ns().sharpness[dim, scaled][which]
+
+
+def _init(d_k: int, scaled: bool) -> np.ndarray:
+    """拓展 D: the per-example ‖∂L/∂q‖ before training."""
+    return _ns().init_grad[d_k, scaled]
+
+
+def _best_steps(d_k: int, scaled: bool) -> int:
+    """拓展 D: the fewest steps to a loss below 0.05 over the learning rates."""
+    ns = _ns()
+    steps = [ns.steps_to(ns.curves[d_k, scaled, lr]) for lr in ns.TRAIN_LRS]
+    return min(s for s in steps if s is not None)
+
+
+def _unscaled_high_lr_floor() -> str:
+    """拓展 D: the last-5-steps loss of every unscaled run with lr ≥ 10, rounded down."""
+    ns = _ns()
+    lowest = min(ns.curves[d_k, False, lr][-5:].mean() for d_k in ns.TRAIN_DIMS for lr in ns.TRAIN_LRS
+                 if lr >= 10)
+    return f"{math.floor(lowest * 10) / 10:.1f}"
+
+
 def _f2(x: float) -> str:
     return f"{x:.2f}"
+
+
+def _f3(x: float) -> str:
+    return f"{x:.3f}"
 
 
 def _g2(x: float) -> str:
     return f"{x:.2g}"
 
 
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}"
+
+
 FIGURES: dict[str, Callable[[], str]] = {
-    # section 1: the aligned demo's weight on k1 after dividing by sqrt(d_k)
-    "0.804": lambda: f"{_aligned_demo_weight(2):.3f}",
-    "0.9999993": lambda: f"{_aligned_demo_weight(200):.7f}",
-    # growth factors from d_k = 2 to 200 (the solution's functions)
+    # the time the core and 拓展 C state, from the cells' metadata
+    "40": lambda: f"{_parts()['core']['minutes']}",
+    "60": lambda: f"{_parts()['ext-chain']['minutes']}",
+    # the core's model answer: growth factor of reading B, and §5's softmax table
     "100": lambda: f"{_ns().aligned_growth_factor(2, 200):.0f}",
-    # section 9's caption and the model answers (plot data, seed 2024, 400 trials)
+    "0.353": lambda: _f3(_sharp(2, False, 0)),
+    "0.929": lambda: _f3(_sharp(200, False, 0)),
+    "0.279": lambda: _f3(_sharp(2, True, 0)),
+    "0.320": lambda: _f3(_sharp(200, True, 0)),
+    "0.232": lambda: _f3(_sharp(2, True, 1)),
+    "0.9999": lambda: f"{_sharp(200, True, 1):.4f}",
+    # 拓展 C's model answer (plot data, seed 2024, 400 trials)
     "14.1": lambda: f"{math.sqrt(200):.1f}",
-    "0.35": lambda: _f2(_table(False, "max_weight", 2)),
-    "0.91": lambda: _f2(_table(False, "max_weight", 200)),
-    "1.80": lambda: _f2(_table(False, "entropy", 2)),
-    "0.21": lambda: _f2(_table(False, "entropy", 200)),
+    "0.36": lambda: _f2(_table(False, "max_weight", 2)),
+    "0.93": lambda: _f2(_table(False, "max_weight", 200)),
+    "1.78": lambda: _f2(_table(False, "entropy", 2)),
+    "0.19": lambda: _f2(_table(False, "entropy", 200)),
     "2.30": lambda: _f2(math.log(10)),
-    "0.32": lambda: _f2(_table(False, "grad_norm", 2)),
-    "0.09": lambda: _f2(_table(False, "grad_norm", 200)),
-    "0.28": lambda: _f2(_table(False, "grad_norm", 200) / _table(False, "grad_norm", 2)),
-    "0.30": lambda: _f2(_table(False, "grad_median", 2)),
-    "0.004": lambda: _g2(_table(False, "grad_median", 200)),
-    "0.014": lambda: _g2(_table(False, "grad_median", 200) / _table(False, "grad_median", 2)),
-    "56": lambda: f"{100 * _table(False, 'grad_tiny', 200):.0f}",
-    "85": lambda: f"{100 * _table(False, 'grad_top20', 200):.0f}",
-    "14": lambda: f"{_flat_pct():.0f}",
+    "0.31": lambda: _f2(_table(False, "grad_norm", 2)),
+    "0.08": lambda: _f2(_table(False, "grad_norm", 200)),
+    "0.25": lambda: _f2(_table(False, "grad_norm", 200) / _table(False, "grad_norm", 2)),
+    "0.29": lambda: _f2(_table(False, "grad_median", 2)),
+    "0.0033": lambda: _g2(_table(False, "grad_median", 200)),
+    "0.012": lambda: _g2(_table(False, "grad_median", 200) / _table(False, "grad_median", 2)),
+    "57": lambda: _pct(_table(False, "grad_tiny", 200)),
+    "85": lambda: _pct(_table(False, "grad_top20", 200)),
+    "12": lambda: f"{_flat_pct():.0f}",
+    # 拓展 D's model answer: gradients before training, then training
+    "0.537": lambda: _f3(_init(64, False).mean()),
+    "0.185": lambda: _f3(_init(64, True).mean()),
+    "0.550": lambda: _f3(_init(256, False).mean()),
+    "0.191": lambda: _f3(_init(256, True).mean()),
+    "0.0041": lambda: f"{np.median(_init(256, False)):.4f}",
+    "0.165": lambda: _f3(np.median(_init(256, True))),
+    "47": lambda: _pct(_ns().top_share(_init(64, False))),
+    "68": lambda: _pct(_ns().top_share(_init(256, False))),
+    "23": lambda: "/".join(sorted({_pct(_ns().top_share(_init(d, True))) for d in (64, 256)})),
+    "22": lambda: f"{_best_steps(64, False)}",
+    "25": lambda: f"{_best_steps(256, False)}",
+    "7": lambda: f"{_best_steps(64, True)}",
+    "6": lambda: f"{_best_steps(256, True)}",
+    "0.1": _unscaled_high_lr_floor,
 }

@@ -10,15 +10,20 @@ from ..bank.q2 import (
     ALIGNED_CANCEL,
     ALIGNED_FLAT,
     ALIGNED_INDEPENDENT_KEY,
+    CHAIN_UNPAIRED,
+    COSINE,
     DIVIDE_DK,
     ENTROPY_NAN,
     GRAD_NO_SOFTMAX,
     GROWTH_VARIANCE,
     JAC_DIAGONAL,
+    MEAN_AS_SIZE,
     NO_SCALING,
     NONCENTRED,
     RNG_UNUSED,
+    SHARED_QUERY,
     SLOPE_NO_LOG,
+    SQUARE_AS_SIZE,
     UNIFORM,
     VARIANCE_VS_STD,
 )
@@ -29,6 +34,11 @@ _SAMPLES = ("    q = rng.standard_normal((n_samples, d_k))\n"
 
 ALTERNATIVES = [
     Variant("einsum_loops", "einsum 与显式循环、无偏方差、闭式斜率、逐次试验（正确的另一种写法）", edits=(
+        Edit("hand_aligned_impl", "dot_aligned_200 = 200.0", "dot_aligned_200 = float(np.ones(200) @ np.ones(200))"),
+        Edit("hand_scaled_impl", "scaled_aligned_200 = 200 / np.sqrt(200)", "scaled_aligned_200 = np.sqrt(200)"),
+        Edit("hand_mean_square_impl", "mean_square_2 = (2**2 + 0**2 + 0**2 + (-2)**2) / 4",
+             "mean_square_2 = np.mean([(a + b) ** 2 for a in (1, -1) for b in (1, -1)])"),
+        Edit("hand_typical_impl", "typical_random_200 = np.sqrt(200 * 1)", "typical_random_200 = 14.14"),
         Edit("samples_impl",
              _SAMPLES + "\n    return np.sum(q * k, axis=1)",
              "    qk = rng.normal(0.0, 1.0, size=(2, n_samples, d_k))\n"
@@ -80,29 +90,21 @@ ALTERNATIVES = [
              "    u = np.asarray(u, dtype=float)\n"
              "    return p * (u - np.dot(p, u))"),
         Edit("chain_impl",
-             "    q = rng.standard_normal((n_trials, d_k))\n"
-             "    keys = rng.standard_normal((n_trials, n_keys, d_k))\n"
-             "    u = rng.standard_normal((n_trials, n_keys))\n"
-             "    z = np.einsum(\"tkd,td->tk\", keys, q)\n"
-             "    if scaled:\n"
-             "        z = z / np.sqrt(d_k)\n"
-             "    p = softmax(z, axis=-1)\n"
-             "    grads = np.array([score_gradient(z[t], u[t]) for t in range(n_trials)])\n"
+             "    grads = p * (u - np.sum(p * u, axis=-1, keepdims=True))  # 第 t 行就是 score_gradient(z[t], u[t])\n"
              "    return {\"max_weight\": p.max(axis=-1), \"entropy\": softmax_entropy(p),\n"
              "            \"grad_norm\": np.linalg.norm(grads, axis=-1)}",
              "    out = {\"max_weight\": [], \"entropy\": [], \"grad_norm\": []}\n"
-             "    for _ in range(n_trials):\n"
-             "        q = rng.standard_normal(d_k)\n"
-             "        keys = rng.standard_normal((n_keys, d_k))\n"
-             "        u = rng.standard_normal(n_keys)\n"
-             "        z = keys @ q / (d_k ** 0.5 if scaled else 1.0)\n"
-             "        p = softmax(z)\n"
-             "        out[\"max_weight\"].append(p.max())\n"
-             "        out[\"entropy\"].append(softmax_entropy(p))\n"
-             "        out[\"grad_norm\"].append(np.sqrt(np.sum(score_gradient(z, u) ** 2)))\n"
+             "    for t in range(n_trials):\n"
+             "        out[\"max_weight\"].append(p[t].max())\n"
+             "        out[\"entropy\"].append(softmax_entropy(p[t]))\n"
+             "        out[\"grad_norm\"].append(np.sqrt(np.sum(score_gradient(z[t], u[t]) ** 2)))\n"
              "    return {key: np.array(values) for key, values in out.items()}"),
     )),
     Variant("lstsq_sum_float32", "lstsq 拟合、SymPy 求和、先缩放再求标准差、float32 打分", edits=(
+        Edit("hand_aligned_impl", "dot_aligned_200 = 200.0", "dot_aligned_200 = 200"),
+        Edit("hand_mean_square_impl", "mean_square_2 = (2**2 + 0**2 + 0**2 + (-2)**2) / 4", "mean_square_2 = 2"),
+        Edit("hand_typical_impl", "typical_random_200 = np.sqrt(200 * 1)",
+             "typical_random_200 = np.float32(200) ** 0.5"),
         Edit("std_impl",
              "    s = dot_product_samples(d_k, n_samples, rng)\n"
              "    if scaled:\n"
@@ -140,7 +142,22 @@ ALTERNATIVES = [
 
 _CHAIN_SCALE = "        z = z / np.sqrt(d_k)"
 
+_GRADS = "    grads = p * (u - np.sum(p * u, axis=-1, keepdims=True))  # 第 t 行就是 score_gradient(z[t], u[t])"
+
 MISTAKES = [
+    Variant("hand_cosine", "手算：把方向相同的两个向量的点积当成 cos θ = 1", edits=(
+        Edit("hand_aligned_impl", "dot_aligned_200 = 200.0", "dot_aligned_200 = 1.0"),
+    ), loses=frozenset({"test_hand_aligned"}), feedback=(COSINE.label,)),
+    Variant("hand_divide_dk", "手算：打分除以 d_k 而不是 √d_k", edits=(
+        Edit("hand_scaled_impl", "scaled_aligned_200 = 200 / np.sqrt(200)", "scaled_aligned_200 = 200 / 200"),
+    ), loses=frozenset({"test_hand_aligned_scaled"}), feedback=(DIVIDE_DK.label,)),
+    Variant("hand_mean_as_size", "手算：求 q·k 的平均（0）而不是 (q·k)² 的平均", edits=(
+        Edit("hand_mean_square_impl", "mean_square_2 = (2**2 + 0**2 + 0**2 + (-2)**2) / 4",
+             "mean_square_2 = (2 + 0 + 0 + (-2)) / 4"),
+    ), loses=frozenset({"test_hand_mean_square"}), feedback=(MEAN_AS_SIZE.label,)),
+    Variant("hand_forgot_sqrt", "手算：把均方 200 当成典型大小", edits=(
+        Edit("hand_typical_impl", "typical_random_200 = np.sqrt(200 * 1)", "typical_random_200 = 200 * 1"),
+    ), loses=frozenset({"test_hand_typical"}), feedback=(SQUARE_AS_SIZE.label,)),
     Variant("divide_by_dk", "缩放时除以 d_k 而不是 √d_k", edits=(
         Edit("std_impl", "        s = s / np.sqrt(d_k)", "        s = s / d_k"),
         Edit("chain_impl", _CHAIN_SCALE, "        z = z / d_k"),
@@ -192,11 +209,25 @@ MISTAKES = [
     ), loses=frozenset({"test_entropy"}), feedback=(ENTROPY_NAN.label,)),
     Variant("jacobian_diagonal_only", "雅可比矩阵只算对角线 p(1 − p)", edits=(
         Edit("jacobian_impl", "    return np.diag(p) - np.outer(p, p)", "    return np.diag(p * (1 - p))"),
-    ), loses=frozenset({"test_softmax_jacobian", "test_score_gradient", "test_chain"}),
-        feedback=(JAC_DIAGONAL.label,)),
+    ), loses=frozenset({"test_softmax_jacobian", "test_score_gradient"}), feedback=(JAC_DIAGONAL.label,)),
     Variant("score_gradient_skips_softmax", "打分的梯度直接返回 u（跳过 softmax 的雅可比矩阵）", edits=(
         Edit("score_gradient_impl",
              "    return softmax_jacobian(z).T @ np.asarray(u, dtype=float)",
              "    return np.asarray(u, dtype=float)"),
-    ), loses=frozenset({"test_score_gradient", "test_chain"}), feedback=(GRAD_NO_SOFTMAX.label,)),
+    ), loses=frozenset({"test_score_gradient"}), feedback=(GRAD_NO_SOFTMAX.label,)),
+    Variant("chain_separate_draw", "多次试验：梯度范数来自另抽的一组打分（不是同一次试验的 z）", edits=(
+        Edit("chain_impl", _GRADS,
+             "    z2 = np.einsum(\"tkd,td->tk\", rng.standard_normal((n_trials, n_keys, d_k)),\n"
+             "                   rng.standard_normal((n_trials, d_k)))\n"
+             "    if scaled:\n"
+             "        z2 = z2 / np.sqrt(d_k)\n"
+             "    p2 = softmax(z2, axis=-1)\n"
+             "    grads = p2 * (u - np.sum(p2 * u, axis=-1, keepdims=True))"),
+    ), loses=frozenset({"test_chain"}), feedback=(CHAIN_UNPAIRED.label,)),
+    Variant("shared_query", "抽样：所有样本共用同一个 q（一个 q 对许多 k）", edits=(
+        Edit("samples_impl", _SAMPLES + "\n    return np.sum(q * k, axis=1)",
+             "    q = rng.standard_normal(d_k)\n"
+             "    k = rng.standard_normal((n_samples, d_k))\n"
+             "    return k @ q"),
+    ), loses=frozenset({"test_samples", "test_std"}), feedback=(SHARED_QUERY.label,)),
 ]
