@@ -544,8 +544,9 @@ def test_every_mistake_loses_its_cells_on_every_seed(variant):
 
 
 #: Seeds of the hidden-only sweep: all 200, except for the timing check, whose verdict comes
-#: from the clock (each of its seeds runs attention 18 times): 20 there.
-HIDDEN_SEEDS = {"test_measure_attention_seconds": range(20)}
+#: from the clock, not the seed (a failing timer runs attention 18 times per seed): 5 there;
+#: the contract's sweep above covers its 200 seeds through the visible assert.
+HIDDEN_SEEDS = {"test_measure_attention_seconds": range(5)}
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered")
