@@ -196,4 +196,7 @@ _EXTENSION_MISTAKES = [
             loses=frozenset({"test_measure_attention_seconds"}), feedback=(TIMER_EMPTY.label,)),
 ]
 
-MISTAKES = _CORE_MISTAKES + _EXTENSION_MISTAKES
+#: A core mistake first and last: the engine and nbgrader tests grade the first and the last
+#: mistake of each assignment, and the 拓展 are ungraded practice by default (their cells
+#: lose no scored points there).
+MISTAKES = _CORE_MISTAKES[:-1] + _EXTENSION_MISTAKES + _CORE_MISTAKES[-1:]
