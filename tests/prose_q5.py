@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from functools import cache
 
-from helpers import solution_namespace
+import nbformat
+from helpers import ROOT, solution_namespace
 
-from autograder.bank import q5
+from autograder.bank import q5_ext
 
 #: Inputs and facts the prose uses as they are.
 GIVEN: set[str] = {
-    "100000",   # the n at which n² leaves int32
     "2.0",      # the float exponent to avoid: n ** 2.0
+    "32000", "128000",  # the two long documents of section 3 (lengths chosen, not results)
     "16384",    # the largest d the hidden check of layer_flops uses
     "0.5",      # a float coefficient is accepted: 0.5*d
     "512", "4096",  # the two model widths the notebook discusses
@@ -31,6 +32,18 @@ GIVEN: set[str] = {
 @cache
 def _ns():
     return solution_namespace("q5_cost_scaling")
+
+
+@cache
+def _minutes() -> dict[str, int]:
+    """Part id -> the minutes its metadata states (the intro cell's for the core)."""
+    nb = nbformat.read(ROOT / "source" / "q5_cost_scaling" / "q5_cost_scaling.ipynb", as_version=4)
+    found = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("autograder", {})
+        if "minutes" in meta:
+            found[meta["part"]] = meta["minutes"]
+    return found
 
 
 def _d(value: int):
@@ -50,51 +63,55 @@ def _same(*texts: str) -> str:
     return texts[0] if len(set(texts)) == 1 else f"disagree: {texts}"
 
 
-def _linear_coefficient() -> str:
-    f11, f21 = _ns().layer_flops(1, 1), _ns().layer_flops(2, 1)   # a + b and 2a + 4b
-    return f"{2 * f11 - f21 // 2}"
-
-
 def _head_mb_float16(n: int) -> float:
     return _ns().score_table_bytes(n, "float16") / 1e6
 
 
 FIGURES = {
-    # section 1: int32
+    # the time each part states in its heading is the time its metadata gives
+    "40": lambda: f"{_minutes()['core']}",
+    "25": lambda: f"{_minutes()['ext-layer']}",
+    "15": lambda: f"{_minutes()['ext-memory']}",
+    "10": lambda: f"{_minutes()['ext-tokenizers']}",
+    "20": lambda: f"{_minutes()['ext-timing']}",
+    # section 2: int32
     "2.1": lambda: f"{(2**31 - 1) / 1e9:.1f}",
-    # section 2: the score table
-    "16": lambda: _same(f"{_ns().cost_ratio(1000, 4000):g}",
+    # sections 1-2 and model answer (a): the score table
+    "16": lambda: _same(f"{_ns().table_ratio:g}", f"{_ns().cost_ratio(1000, 4000):g}",
                         f"{_ns().score_table_entries(4000) / 1e6:g}",
                         f"{float(_ns().layer_ratio.subs(_ns().d, 0)):g}",
                         f"{32 * 32 * _head_mb_float16(4000) / (32 * 32 * _head_mb_float16(1000)):g}"),
-    # section 3-5: the whole layer
-    "24": _linear_coefficient,
+    "1.6": lambda: f"{_ns().score_table_entries(4000) / 1e7:g}",
+    "0.032": lambda: f"{_ns().score_table_bytes(4000, 'float16') / 1e9:.3f}",
+    "32.8": lambda: _same(f"{_ns().score_table_bytes(128_000, 'float16') / 1e9:.1f}",
+                          f"{32 * 32 * _head_mb_float16(4000) / 1e3:.1f}"),
+    # 拓展 A: the whole layer
     "3072": lambda: f"{float(_ns().crossover_length.subs(_d(512))):g}",
     "24576": lambda: f"{float(_ns().crossover_length.subs(_d(4096))):g}",
     "4.47": lambda: f"{float(_ns().layer_ratio.subs(_d(4096))):.2f}",
     "6.95": lambda: f"{float(_ns().layer_ratio.subs(_d(512))):.2f}",
-    # section 7: memory of the example model (d = 4096, 32 layers, 32 heads, float16)
+    # 拓展 B: memory of the example model (d = 4096, 32 layers, 32 heads, float16)
     "1024": lambda: f"{32 * _head_mb_float16(4000):g}",
-    "32.8": lambda: f"{32 * 32 * _head_mb_float16(4000) / 1e3:.1f}",
     "2000": lambda: f"{_ns().score_table_entries(4000) // (2 * 4000)}",
     "0.52": lambda: _same(f"{_ns().kv_cache_bytes(1, 32, 4096) / 1e6:.2f}",
                           f"{_ns().kv_cache_bytes(1000, 32, 4096) / 1e9:.2f}"),
     "2.10": lambda: f"{_ns().kv_cache_bytes(4000, 32, 4096) / 1e9:.2f}",
-    # section 8: tokens of the parallel texts under cl100k_base
+    # model answer (b) and 拓展 C: tokens of the parallel texts under cl100k_base
     "84": lambda: f"{_tokens('zh')}",
     "56": lambda: f"{_tokens('en')}",
     "78": lambda: _same(f"{len(_ns().texts['zh'])}", f"{_tokens('mixed')}"),
     "259": lambda: _same(f"{len(_ns().texts['en'])}", f"{len(_ns().texts['en'].encode('utf-8'))}"),
-    "1.50": lambda: f"{_p('zh'):.2f}",
-    "2.25": lambda: f"{_ns().relative_attention_cost(_tokens('en'), _tokens('zh')):.2f}",
-    "1.39": lambda: f"{_p('mixed'):.2f}",
-    "1.94": lambda: f"{_ns().relative_attention_cost(_tokens('en'), _tokens('mixed')):.2f}",
+    "1.50": lambda: _same(f"{_p('zh'):.2f}", f"{_ns().p_zh:.2f}"),
+    "2.25": lambda: _same(f"{_ns().relative_attention_cost(_tokens('en'), _tokens('zh')):.2f}",
+                          f"{_ns().attention_zh:.2f}"),
+    "1.39": lambda: _same(f"{_p('mixed'):.2f}", f"{_ns().p_mixed:.2f}"),
+    "1.94": lambda: _same(f"{_ns().relative_attention_cost(_tokens('en'), _tokens('mixed')):.2f}",
+                          f"{_ns().attention_mixed:.2f}"),
     "0.22": lambda: f"{_tokens('en') / len(_ns().texts['en']):.2f}",
     "1.08": lambda: f"{_tokens('zh') / len(_ns().texts['zh']):.2f}",
     "0.30": lambda: f"{len(_ns().texts['zh']) / len(_ns().texts['en']):.2f}",
     "0.90": lambda: f"{len(_ns().texts['zh'].encode('utf-8')) / len(_ns().texts['en'].encode('utf-8')):.2f}",
     "67": lambda: f"{100 / _p('zh'):.0f}",
-    # section 6: the timing check's floor (its factor, 10, is tested in test_bank_q5.py)
-    "50": lambda: f"{q5.MIN_TIMED_SECONDS * 1e6:.0f}",
+    # 拓展 D: the timing check's floor (its factor, 10, is tested in test_bank_q5.py)
+    "50": lambda: f"{q5_ext.MIN_TIMED_SECONDS * 1e6:.0f}",
 }
-
