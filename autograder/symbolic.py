@@ -63,6 +63,35 @@ def time_limit(seconds: float) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3))
 
 
+#: What evaluating or simplifying a student's expression may raise (it is then unknown
+#: at that point, never a grader error).
+_UNEVALUABLE = (TypeError, ValueError, ArithmeticError, RecursionError, NotImplementedError,
+                sp.PolynomialError)
+
+
+def _non_finite(expr: sp.Basic) -> bool:
+    """Whether ``expr`` contains NaN, ±oo or zoo (which agree with nothing, themselves
+    included: ``max(worst, nan)`` once made NaN agree with everything)."""
+    return expr.has(sp.nan, sp.zoo, sp.oo, -sp.oo)
+
+
+def _evaluated(expr: sp.Basic) -> sp.Basic | None:
+    """``expr`` with every node evaluated (the host's reader builds them unevaluated, so
+    ``0/(c - c)`` reaches a check as written); ``None`` if SymPy cannot."""
+    try:
+        return expr.doit()
+    except _UNEVALUABLE:
+        return None
+
+
+def _value(expr: sp.Basic, point: dict) -> complex | None:
+    """``expr`` at ``point`` to :data:`_DIGITS` digits; ``None`` where it has no value."""
+    try:
+        return complex(sp.N(expr.xreplace(point), _DIGITS))
+    except _UNEVALUABLE:
+        return None
+
+
 def _has_float(expr: sp.Basic) -> bool:
     return any(isinstance(a, sp.Float) for a in sp.preorder_traversal(expr))
 
@@ -99,6 +128,9 @@ def as_expression(value: object, what: str, *, exact: bool = True) -> sp.Expr:
     why = _not_an_expression(expr)
     if why is not None:
         fail(f"{what} 应是 SymPy 表达式，得到的是{why}。")
+    expr = _evaluated(expr)
+    if expr is None or _non_finite(expr):
+        fail(f"{what} 含有 NaN、无穷大或 zoo（例如除以零），不是一个确定的值。")
     if exact and _has_float(expr):
         first = next(a for a in sp.preorder_traversal(expr) if isinstance(a, sp.Float))
         fail(f"{what} 含有浮点数 {float(first):.6g}，不是精确答案。请用 sp.sqrt、sp.Rational、"
@@ -143,6 +175,9 @@ def as_matrix(value: object, what: str, *, exact: bool = True) -> sp.Matrix:
         why = _not_an_expression(entry)
         if why is not None:
             fail(f"{what} 的元素应是 SymPy 表达式，其中一个是{why}。")
+    mat = mat.applyfunc(lambda e: sp.nan if (done := _evaluated(e)) is None else done)
+    if any(_non_finite(e) for e in mat):
+        fail(f"{what} 的元素含有 NaN、无穷大或 zoo（例如除以零），不是确定的值。")
     if exact and any(_has_float(e) for e in mat):
         fail(f"{what} 含有浮点数，不是精确答案。请用精确的 SymPy 写法（sp.sqrt、sp.Rational 等）。")
     return sp.Matrix(mat)
@@ -158,26 +193,6 @@ def canonical(expr: sp.Basic, symbols: Mapping[str, sp.Symbol]) -> sp.Basic:
 #: ``simplify`` cannot finish the proof (e.g. tanh forms of a sigmoid).
 _DIGITS = 50
 _NUMERIC_EQUAL = 1e-30
-
-
-#: What evaluating or simplifying a student's expression may raise (it is then unknown
-#: at that point, never a grader error).
-_UNEVALUABLE = (TypeError, ValueError, ArithmeticError, RecursionError, NotImplementedError,
-                sp.PolynomialError)
-
-
-def _non_finite(expr: sp.Basic) -> bool:
-    """Whether ``expr`` contains NaN, ±oo or zoo (which agree with nothing, themselves
-    included: ``max(worst, nan)`` once made NaN agree with everything)."""
-    return expr.has(sp.nan, sp.zoo, sp.oo, -sp.oo)
-
-
-def _value(expr: sp.Basic, point: dict) -> complex | None:
-    """``expr`` at ``point`` to :data:`_DIGITS` digits; ``None`` where it has no value."""
-    try:
-        return complex(sp.N(expr.xreplace(point), _DIGITS))
-    except _UNEVALUABLE:
-        return None
 
 
 def _numeric_difference(a: sp.Basic, b: sp.Basic, trials: int = 6) -> float | None:
@@ -223,6 +238,7 @@ def is_equivalent(a: object, b: object, *, seconds: float = 10.0) -> bool:
     ``simplify``). Otherwise ``simplify(a - b) == 0`` decides, under a time limit.
     """
     a, b = _expression(a), _expression(b)
+    a, b = (None if x is None else _evaluated(x) for x in (a, b))
     if a is None or b is None or _non_finite(a) or _non_finite(b):
         return False
     if a - b == 0:

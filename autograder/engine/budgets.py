@@ -68,7 +68,7 @@ VALUE = ValueBudget()
 class SympyBudget:
     """SymPy text (``srepr``) and the expression it builds."""
 
-    text_chars: int = 1 << 20
+    text_chars: int = 256 << 10  # parsed by ast in one call to C: kept short
     nodes: int = 50_000        # syntax nodes of the text
     depth: int = 100           # syntax nesting (the honest maximum is 17)
     digits: int = 100          # of one integer literal (numerator, denominator)
