@@ -23,6 +23,7 @@ __all__ = [
     "assert_close",
     "assert_number_close",
     "fmt",
+    "kind_name",
 ]
 
 _SHORT = reprlib.Repr()
@@ -61,13 +62,15 @@ def fmt(value: object, digits: int = 4) -> str:
     try:
         text = _SHORT.repr(value)
     except Exception:  # an int past Python's 4300 printable digits, a broken __repr__
-        text = f"<{_kind(value)}>"
+        text = f"<{kind_name(value)}>"
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _kind(value: object) -> str:
+def kind_name(value: object) -> str:
+    """The type of a student's value for a message (an opaque object: the type it had)."""
     name = getattr(value, "type_name", None) if type(value).__name__ == "Opaque" else None
-    return f"无法读取的对象 {name}" if isinstance(name, str) else type(value).__name__
+    return f"无法读取的 {name} 对象" if isinstance(name, str) else type(value).__name__
+
 
 
 def _float_array(value: object, what: str, wanted: str) -> np.ndarray:
@@ -88,7 +91,7 @@ def _float_array(value: object, what: str, wanted: str) -> np.ndarray:
     except OverflowError:
         fail(f"{what} 应是{wanted}，得到的数超出了浮点数的范围（约 1.8e308）。")
     except (TypeError, ValueError, ArithmeticError, AttributeError):
-        fail(f"{what} 应是{wanted}，得到的 {_kind(value)} 无法转换为浮点数。")
+        fail(f"{what} 应是{wanted}，得到的 {kind_name(value)} 无法转换为浮点数。")
     raise AssertionError("unreachable")
 
 
@@ -97,7 +100,7 @@ def as_array(value: object, what: str) -> np.ndarray:
     if value is None:
         fail(f"{what} 返回了 None：应返回一个数组。是不是忘了 return？")
     if isinstance(value, (str, bytes, dict, set)):
-        fail(f"{what} 应是数值数组，得到的是 {_kind(value)}。")
+        fail(f"{what} 应是数值数组，得到的是 {kind_name(value)}。")
     return _float_array(value, what, "数值数组")
 
 
@@ -111,7 +114,7 @@ def as_number(value: object, what: str, *, finite: bool = True) -> float:
     if isinstance(value, (str, bytes)):
         fail(f"{what} 应是一个数，得到的是字符串 {fmt(value)}。")
     if isinstance(value, (dict, set)):
-        fail(f"{what} 应是一个数，得到的是 {_kind(value)}。")
+        fail(f"{what} 应是一个数，得到的是 {kind_name(value)}。")
     arr = _float_array(value, what, "一个数")
     if arr.size != 1:
         fail(f"{what} 应是一个数，得到的是形状为 {arr.shape} 的数组。")
@@ -125,7 +128,7 @@ def as_bool(value: object, what: str) -> bool:
     """``value`` as a plain bool; numbers, strings and SymPy's ``true`` are refused."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    fail(f"{what} 应是布尔值 True 或 False，得到的是 {_kind(value)}：{fmt(value)}。")
+    fail(f"{what} 应是布尔值 True 或 False，得到的是 {kind_name(value)}：{fmt(value)}。")
     return False  # unreachable, keeps type checkers calm
 
 

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 import numpy as np
 import sympy as sp
 
-from .compare import fail
+from .compare import fail, kind_name
 
 __all__ = ["as_expression", "as_matrix", "canonical", "is_equivalent", "assert_equivalent",
            "assert_matrix_equivalent", "time_limit", "TimeLimit"]
@@ -124,7 +124,7 @@ def as_expression(value: object, what: str, *, exact: bool = True) -> sp.Expr:
     try:
         expr = sp.sympify(value, strict=True)
     except (sp.SympifyError, TypeError, ValueError, AttributeError, ArithmeticError):
-        fail(f"{what} 应是 SymPy 表达式，得到的 {type(value).__name__} 无法转换。")
+        fail(f"{what} 应是 SymPy 表达式，得到的 {kind_name(value)} 无法转换。")
     why = _not_an_expression(expr)
     if why is not None:
         fail(f"{what} 应是 SymPy 表达式，得到的是{why}。")
@@ -148,13 +148,13 @@ def _rows(value: object, what: str) -> list:
     leaf *before* SymPy sees it: ``sp.Matrix`` would parse a string entry as Python code."""
     rows = value.tolist() if isinstance(value, np.ndarray) else value
     if not isinstance(rows, (list, tuple)):
-        fail(f"{what} 应是 SymPy 矩阵（sp.Matrix），得到的是 {type(value).__name__}。")
+        fail(f"{what} 应是 SymPy 矩阵（sp.Matrix），得到的是 {kind_name(value)}。")
     flat = [e for r in rows for e in (r if isinstance(r, (list, tuple)) else [r])]
     if len(flat) > MAX_MATRIX_ENTRIES:
         fail(f"{what} 的元素超过 {MAX_MATRIX_ENTRIES} 个，不是题目要的矩阵。")
     for entry in flat:
         if not isinstance(entry, (sp.Basic, *_NUMBERS)) or isinstance(entry, (bool, np.bool_)):
-            fail(f"{what} 的元素应是 SymPy 表达式或数，其中一个是 {type(entry).__name__}。")
+            fail(f"{what} 的元素应是 SymPy 表达式或数，其中一个是 {kind_name(entry)}。")
     return rows
 
 
@@ -168,7 +168,7 @@ def as_matrix(value: object, what: str, *, exact: bool = True) -> sp.Matrix:
         try:
             mat = sp.Matrix(_rows(value, what))
         except (TypeError, ValueError, IndexError, ArithmeticError, sp.SympifyError):
-            fail(f"{what} 应是 SymPy 矩阵（sp.Matrix），得到的 {type(value).__name__} 无法转换。")
+            fail(f"{what} 应是 SymPy 矩阵（sp.Matrix），得到的 {kind_name(value)} 无法转换。")
     if len(mat) > MAX_MATRIX_ENTRIES:
         fail(f"{what} 的元素超过 {MAX_MATRIX_ENTRIES} 个，不是题目要的矩阵。")
     for entry in mat:

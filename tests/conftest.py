@@ -50,7 +50,8 @@ def private_check_daemon():
 #: Modules that grade whole classes, slowest first: xdist hands out whole modules in
 #: collection order, so starting with these keeps both workers busy to the end.
 _SLOW_FIRST = ("test_samples", "test_nbgrader_parity", "test_hostile", "test_gradescope",
-               "test_grade", "test_build", "test_demo", "test_lms", "test_bank_q3")
+               "test_grade", "test_hostile_decoding_batch", "test_build", "test_demo",
+               "test_lms", "test_hostile_decoding", "test_bank_q3")
 
 
 def pytest_collection_modifyitems(session, config, items):

@@ -95,6 +95,13 @@ def test_a_deep_header_is_refused_before_it_is_parsed(monkeypatch):
         jsonguard.loads(many, budgets.VALUE_FRAME)
 
 
+def test_a_header_past_a_loose_budget_still_ends_as_a_malformed_message():
+    loose = budgets.FrameBudget(json_bytes=1 << 20, json_depth=10**9, json_items=10**9,
+                                blobs=0, total_bytes=1 << 20)
+    with pytest.raises(jsonguard.HeaderError, match="嵌套太深"):  # the parser's RecursionError
+        jsonguard.loads(b"[" * 100_000 + b"]" * 100_000, loose)
+
+
 def test_brackets_inside_strings_do_not_count():
     text = json.dumps({"id": 1, "value": "[" * 500 + '\\"]' * 500}).encode()
     assert jsonguard.measure(text)[0] == 1
@@ -229,6 +236,25 @@ def test_decoding_too_slow_is_stopped_by_the_host_s_time_limit(fake_child, short
     assert time.monotonic() - start < pipeline.FETCH_SECONDS + 1
 
 
+def test_a_fault_of_the_host_s_decoder_on_hostile_data_is_still_the_student_s(
+        fake_child, short_gets, monkeypatch):
+    import autograder.engine.hostdecode as hostdecode
+
+    def broken(*args, **kwargs):
+        raise KeyError("a decoder bug")
+
+    monkeypatch.setitem(hostdecode._DECODERS, "tuple", broken)
+    fake = fake_child([{"value": {"$": "tuple", "items": []}}])
+    outcome = pipeline._evaluate(_job(), fake.child, CheckCall("q1.w11_exact",
+                                                               {"w11_exact": "w11_exact"}))
+    assert outcome.status == "failed" and "无法解码" in outcome.message
+
+
+def test_a_function_returning_what_is_not_data_is_told_so():
+    outcome = bank.evaluate("q1.softmax", {"softmax": lambda *args, **kwargs: object()})
+    assert outcome.status == "failed" and "object 对象无法读取" in outcome.message
+
+
 def test_a_time_limit_mid_message_ends_the_child(fake_child):
     from autograder.symbolic import TimeLimit, time_limit
 
@@ -322,3 +348,67 @@ def test_every_check_fails_every_hostile_value(name):
                     last = outcome.detail.strip().splitlines()[-1:] or [outcome.message]
                     wrong.append(f"{name} {keyword}={label}: {outcome.status}: {last[0][:200]}")
     assert not wrong, "\n".join(wrong)
+
+
+# ------------------------------------------------------------------ the honest census
+
+
+def test_honest_values_sit_well_inside_every_budget(monkeypatch):
+    """The solution of every assignment through every check, recording what crosses: its
+    SymPy classes are all in the reader's allowlist and each size is at most a quarter
+    of its budget (over all sample students the largest were: SymPy text 24 kB, 9408
+    nodes, 17 levels, 891 exact bits, exponent 72; header 35 kB, 18 values, depth 4)."""
+    import ast
+
+    from autograder.engine import srepr
+    from autograder.engine.sreprbudget import size_of
+
+    seen: dict[str, float] = {}
+    classes: set[str] = set()
+
+    def note(key: str, value: float) -> None:
+        seen[key] = max(seen.get(key, 0), value)
+
+    reader, encoder = srepr.from_srepr, wire.encode_for_host
+
+    def read(text):
+        tree = ast.parse(text, mode="eval")
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+        classes.update(c.func.id for c in calls if isinstance(c.func, ast.Name))
+        size = size_of(tree.body)
+        note("text_chars", len(text))
+        note("nodes", sum(1 for _ in ast.walk(tree)))
+        note("bits", size.bits)
+        note("exponent", size.exponent)
+        return reader(text)
+
+    def encode(value, blobs, handles, depth=0):
+        out = encoder(value, blobs, handles, depth)
+        if depth == 0:
+            header = json.dumps({"id": 1, "value": out}).encode()
+            json_depth, items = jsonguard.measure(header)
+            note("json_bytes", len(header))
+            note("json_depth", json_depth)
+            note("json_items", items)
+            note("array_bytes", max(map(len, blobs), default=0))
+        return out
+
+    monkeypatch.setattr(srepr, "from_srepr", read)
+    monkeypatch.setattr(wire, "encode_for_host", encode)
+    for check in _all_checks():
+        if check.assignment not in _HONEST:
+            _HONEST[check.assignment] = _honest(check.assignment)
+        variables = _variables(check)
+        values = {k: _HONEST[check.assignment].get(variables.get(k, k)) for k in _keywords(check)}
+        assert bank.evaluate(check.name, values).status == "passed", check.name
+    allowed = set(srepr.NODES) | {"Integer", "Rational", "Float", "Symbol", "Dummy",
+                                  "MutableDenseMatrix", "ImmutableDenseMatrix", "Function"}
+    assert classes and classes <= allowed, classes - allowed
+    limits = {"text_chars": budgets.SYMPY.text_chars, "nodes": budgets.SYMPY.nodes,
+              "bits": budgets.SYMPY.bits, "exponent": budgets.SYMPY.exponent,
+              "json_bytes": budgets.VALUE_FRAME.json_bytes,
+              "json_depth": budgets.VALUE_FRAME.json_depth,
+              "json_items": budgets.VALUE_FRAME.json_items,
+              "array_bytes": budgets.VALUE.array_bytes}
+    assert set(seen) == set(limits)
+    assert all(seen[k] <= limits[k] / 4 for k in limits), {k: (seen[k], limits[k]) for k in limits}

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..assignments import ASSIGNMENT_MODULES
-from ..compare import CheckFailed, fail
+from ..compare import CheckFailed, fail, kind_name
 from ..engine.errors import Raised, StudentFault
 from ..engine.hostdecode import Opaque
 from ..engine.settings import PRACTICE_SALT
@@ -127,10 +127,6 @@ def _kernel_seed(name: str) -> int:
 # ------------------------------------------------------------------ context
 
 
-def _kind(value: object) -> str:
-    return f"无法读取的 {value.type_name} 对象" if isinstance(value, Opaque) else type(value).__name__
-
-
 class Context:
     """What a check gets besides the student's values: a seeded rng and safe calls."""
 
@@ -142,7 +138,7 @@ class Context:
     def call(self, func: object, *args: Any, what: str, **kwargs: Any) -> Any:
         """Call a student function on copies of the inputs; turn its errors into messages."""
         if not callable(func):
-            fail(f"{what}：应是一个函数，得到的是 {_kind(func)}。")
+            fail(f"{what}：应是一个函数，得到的是 {kind_name(func)}。")
         copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
         try:
             result = func(*copies, **kwargs)
