@@ -174,9 +174,10 @@ def assert_close(
         fail(f"{what} 含有 NaN 或无穷大，而正确结果全是有限数。{cause()}")
     if not np.allclose(arr, expected, rtol=rtol, atol=atol):
         diff = np.abs(arr - expected)
-        where = np.unravel_index(int(np.nanargmax(diff)), diff.shape) if diff.ndim else ()
+        diff = np.where(np.isnan(diff), np.inf, diff)  # NaN differs from everything
+        where = np.unravel_index(int(np.argmax(diff)), diff.shape) if diff.ndim else ()
         fail(
-            f"{what} 与正确结果不一致：最大绝对误差 {float(np.nanmax(diff)):.3g}"
+            f"{what} 与正确结果不一致：最大绝对误差 {float(np.max(diff)):.3g}"
             f"（容差 rtol={rtol:g}, atol={atol:g}）。"
             f"\n在位置 {tuple(int(i) for i in where)}：期望 {float(expected[where]):.6g}，"
             f"得到 {float(arr[where]):.6g}。{cause()}"

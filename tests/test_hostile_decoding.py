@@ -412,3 +412,28 @@ def test_honest_values_sit_well_inside_every_budget(monkeypatch):
               "array_bytes": budgets.VALUE.array_bytes}
     assert set(seen) == set(limits)
     assert all(seen[k] <= limits[k] / 4 for k in limits), {k: (seen[k], limits[k]) for k in limits}
+
+
+def test_the_security_notes_quote_the_budgets_and_the_corpus():
+    """docs/security.md's figures are the code's."""
+    from hostile_decoding import CHILD_TRICKS
+
+    text = (Path(__file__).parent.parent / "docs" / "security.md").read_text()
+    section = " ".join(text.split("## Host decoding", 1)[1].split("\n## ", 1)[0].split())
+    s, v, f = budgets.SYMPY, budgets.VALUE, budgets.VALUE_FRAME
+
+    def n(number: int) -> str:
+        return f"{number:,}".replace(",", " ")
+
+    quoted = [f"{f.json_bytes >> 20} MB for a value", f"{budgets.RUN_FRAME.json_bytes >> 20} MB",
+              f"nesting {f.json_depth}", f"{s.text_chars >> 10} kB of text",
+              f"{n(s.nodes)} syntax nodes", f"{s.depth} levels",
+              f"integers of {s.digits} digits", f"({n(s.bits)})",
+              f"({n(s.exponent)}, each symbol worth 3)",
+              f"at most {s.float_bits} bits", f"{v.depth} levels", f"{v.int_digits} digits",
+              f"{v.array_items // 10**6} M elements", f"{v.array_bytes >> 20} MB",
+              f"{budgets.FETCH_SECONDS:g} s under the host's", f"deadline {budgets.GET_SECONDS:g} s",
+              f"{len(VALUES)} hostile values", f"{len(SREPR)} SymPy texts",
+              f"{len(REPLIES)} raw replies", f"{len(CHILD_TRICKS) + 1} patched"]
+    missing = [q for q in quoted if q not in section]
+    assert not missing, missing
