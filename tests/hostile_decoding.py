@@ -92,6 +92,9 @@ SREPR: dict[str, str] = {
     "exp_log_collapse": "exp(Mul(Integer(1000000), log(Integer(10))))",
     "exp_tower": "exp(exp(exp(Integer(10))))",
     "expand_bomb": "Pow(Add(Symbol('c'), Integer(1)), Integer(1000000))",
+    # small exponents, numbers past what Python prints (4300 digits) or expands quickly
+    "big_base_power": "Pow(Integer(" + "9" * 99 + "), Integer(5000))",
+    "binomial_bomb": "Pow(Add(Symbol('c'), Integer(1)), Integer(9000))",
     "zero_times_bomb": "Mul(Integer(0), Pow(Integer(10), Integer(1000000000)))",
     "reciprocal_in_exponent": "Pow(Integer(2), Pow(Rational(1, 10000000000), Integer(-1)))",
     "float_precision": "Float('0.5', precision=10000000)",
@@ -169,6 +172,7 @@ REPLIES: tuple[Reply, ...] = (
     Reply("not_json", raw=b"{\"id\": ID, \"value\": [1, 2,,]}"),
     Reply("json_not_an_object", raw=b"[1, 2, 3]"),
     Reply("id_is_a_list", {"id": [1], "value": 1}),
+    Reply("no_id", raw=frame(b'{"value": 1}')),
     Reply("dict_with_a_million_keys",
           raw=b'{"id": ID, "value": {"$": "dict", "items": [' +
           b",".join(b'[%d, 0]' % i for i in range(1_000_000)) + b"]}}"),

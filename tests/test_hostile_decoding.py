@@ -70,6 +70,28 @@ def test_a_value_that_is_nan_at_a_point_differs_there():
 
 @pytest.mark.parametrize("name, keyword", [("q1.output1_symbolic", "output1_symbolic"),
                                            ("q1.w11_exact", "w11_exact")])
+def _first_random_point() -> sp.Rational:
+    """Where ``is_equivalent`` evaluates first: its points are public (fixed seed)."""
+    import random
+
+    return sp.Rational(random.Random(20261130).randint(51, 299), 100)
+
+
+def test_a_value_undefined_at_one_of_the_points_differs_there():
+    """|x|/x - sign(x) is 0 everywhere but at 0, where it is NaN: aimed at a known point
+    it once agreed with every answer (NaN compared as neither larger nor smaller)."""
+    c, p = sp.Symbol("c"), _first_random_point()
+    expected = 1 / (1 + sp.exp(-c / sp.sqrt(2)))
+    assert not is_equivalent(expected + sp.Abs(c - p) / (c - p) - sp.sign(c - p), expected)
+
+
+def test_an_infinite_branch_is_equivalent_to_nothing():
+    """Right at every point the checks try, infinite elsewhere."""
+    c = sp.Symbol("c")
+    expected = 1 / (1 + sp.exp(-c / sp.sqrt(2)))
+    assert not is_equivalent(sp.Piecewise((sp.zoo, c > 5), (expected, True)), expected)
+
+
 def test_text_is_never_parsed_as_code(name, keyword):
     """``sp.Matrix([["..."]])`` and ``sympify("...")`` would run the text as Python."""
     Path(CODE_MARK).unlink(missing_ok=True)
@@ -184,9 +206,17 @@ def fake_child():
         fake.close()
 
 
+#: ``bank.evaluate`` itself: conftest wraps it to send in-process values through the wire
+#: format, which would wrap the fake child's proxies in a second, forgiving layer.
+_EVALUATE = bank.evaluate
+
+
 @pytest.fixture
 def short_gets(monkeypatch):
-    """Deadlines of a second: a silent child costs 1 s, then the 2 s of grace."""
+    """The values come from the fake child's socket only; deadlines of a second (a silent
+    child costs 1 s, then the 2 s of grace)."""
+    assert _EVALUATE.__qualname__ == "evaluate"
+    monkeypatch.setattr(bank, "evaluate", _EVALUATE)
     calls = bank._student_calls
     monkeypatch.setattr(pipeline, "GET_SECONDS", 1.0)
     monkeypatch.setattr(pipeline, "FETCH_SECONDS", 4.0)
@@ -197,6 +227,12 @@ def _job() -> SimpleNamespace:
     return SimpleNamespace(student="fake", settings=SimpleNamespace(salt="fake"))
 
 
+def _seconds(reply) -> float:
+    """Silence costs the 1 s deadline and the 2 s of grace; anything else is refused as
+    soon as it is read (well before the deadline would end it anyway)."""
+    return 4.0 if reply.name == "silence" else 2.5
+
+
 @pytest.mark.parametrize("reply", REPLIES, ids=[r.name for r in REPLIES])
 def test_a_crafted_reply_to_get_is_the_student_s_failure(fake_child, short_gets, reply):
     fake = fake_child([reply])
@@ -204,7 +240,7 @@ def test_a_crafted_reply_to_get_is_the_student_s_failure(fake_child, short_gets,
     outcome = pipeline._evaluate(_job(), fake.child, CheckCall("q1.w11_exact",
                                                                {"w11_exact": "w11_exact"}))
     assert outcome.status == "failed", outcome
-    assert time.monotonic() - start < 4.0  # silence: 1 s deadline, then 2 s of grace
+    assert time.monotonic() - start < _seconds(reply)
     assert any("\u4e00" <= ch <= "\u9fff" for ch in outcome.message)
 
 
@@ -216,7 +252,7 @@ def test_a_crafted_reply_to_call_is_the_student_s_failure(fake_child, short_gets
     outcome = pipeline._evaluate(_job(), fake.child, CheckCall("q1.softmax",
                                                                {"softmax": "softmax"}))
     assert outcome.status == "failed", outcome
-    assert time.monotonic() - start < 4.0
+    assert time.monotonic() - start < _seconds(reply)
 
 
 def test_decoding_too_slow_is_stopped_by_the_host_s_time_limit(fake_child, short_gets,
@@ -255,7 +291,7 @@ def test_a_function_returning_what_is_not_data_is_told_so():
     assert outcome.status == "failed" and "object 对象无法读取" in outcome.message
 
 
-def test_a_time_limit_mid_message_ends_the_child(fake_child):
+def test_a_time_limit_mid_message_ends_the_child(fake_child, short_gets):
     from autograder.symbolic import TimeLimit, time_limit
 
     fake = fake_child([frame(b'{"id": 1, "value": 1}')[:5]])  # half a message, then silence
