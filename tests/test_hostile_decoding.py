@@ -68,8 +68,6 @@ def test_a_value_that_is_nan_at_a_point_differs_there():
     assert not is_equivalent(sneaky, sp.exp(c))
 
 
-@pytest.mark.parametrize("name, keyword", [("q1.output1_symbolic", "output1_symbolic"),
-                                           ("q1.w11_exact", "w11_exact")])
 def _first_random_point() -> sp.Rational:
     """Where ``is_equivalent`` evaluates first: its points are public (fixed seed)."""
     import random
@@ -92,6 +90,8 @@ def test_an_infinite_branch_is_equivalent_to_nothing():
     assert not is_equivalent(sp.Piecewise((sp.zoo, c > 5), (expected, True)), expected)
 
 
+@pytest.mark.parametrize("name, keyword", [("q1.output1_symbolic", "output1_symbolic"),
+                                           ("q1.w11_exact", "w11_exact")])
 def test_text_is_never_parsed_as_code(name, keyword):
     """``sp.Matrix([["..."]])`` and ``sympify("...")`` would run the text as Python."""
     Path(CODE_MARK).unlink(missing_ok=True)
@@ -173,7 +173,7 @@ class _FakeChild:
     def _serve(self) -> None:
         while self.answers:
             try:
-                header, _ = wire.recv(self.theirs, budget=budgets.HOST_FRAME)
+                header, _ = wire.recv(self.theirs, limits=budgets.HOST_FRAME)
                 self.theirs.sendall(self._bytes(self.answers.pop(0), header["id"]))
             except (OSError, wire.WireError):
                 return

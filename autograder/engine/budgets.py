@@ -23,13 +23,14 @@ __all__ = ["FrameBudget", "ValueBudget", "SympyBudget", "RUN_FRAME", "VALUE_FRAM
 
 @dataclass(frozen=True)
 class FrameBudget:
-    """One message read from the socket: its JSON header and its attachments."""
+    """One message read from the socket: its JSON header and its attachments (the
+    defaults bound any message that is not given a budget of its own)."""
 
-    json_bytes: int
-    json_depth: int
-    json_items: int
-    blobs: int
-    total_bytes: int
+    json_bytes: int = 64 << 20
+    json_depth: int = 112
+    json_items: int = 4_000_000
+    blobs: int = 4096
+    total_bytes: int = 512 << 20
 
 
 #: A cell's reply (its outputs: up to 1 M characters of text and 16 MB of pictures).

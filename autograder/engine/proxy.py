@@ -166,7 +166,7 @@ class ZygoteLink:
             ours.close()
             raise ZygoteError("the zygote exited")
         try:
-            hello, _ = wire.recv(ours, deadline=time.monotonic() + 30, budget=SMALL_FRAME)
+            hello, _ = wire.recv(ours, deadline=time.monotonic() + 30, limits=SMALL_FRAME)
         except wire.WireError as err:
             ours.close()
             raise ZygoteError(f"a new child did not start ({err})") from None
@@ -293,8 +293,8 @@ class Child:
     # -------------------------------------------------------------- requests
 
     def request(self, header: dict, blobs: list[bytes] | tuple = (), *, deadline: float,
-                budget: FrameBudget = VALUE_FRAME) -> tuple[dict, list[bytes]]:
-        """Send ``header`` and return the answer to it, read within ``budget``; see the
+                limits: FrameBudget = VALUE_FRAME) -> tuple[dict, list[bytes]]:
+        """Send ``header`` and return the answer to it, read within ``limits``; see the
         module docstring for what happens at the deadline. Raises :class:`ChildGone`,
         :class:`Interrupted` or :class:`~.replies.BadReply` (all the student's)."""
         if not self.alive:
@@ -302,7 +302,7 @@ class Child:
         self._next += 1
         ident = self._next
         try:
-            return self._exchange({**header, "id": ident}, list(blobs), deadline, budget)
+            return self._exchange({**header, "id": ident}, list(blobs), deadline, limits)
         except StudentFault:
             raise
         except BaseException:  # the host's own time limit (or ^C) mid-message: the rest
@@ -310,13 +310,13 @@ class Child:
             raise                                            # stream can no longer be read
 
     def _exchange(self, header: dict, blobs: list[bytes], deadline: float,
-                  budget: FrameBudget) -> tuple[dict, list[bytes]]:
+                  limits: FrameBudget) -> tuple[dict, list[bytes]]:
         ident = header["id"]
         try:
             wire.send(self.sock, header, blobs)
-            return self._answer(ident, deadline, budget)
+            return self._answer(ident, deadline, limits)
         except wire.Deadline:
-            return self._interrupt(ident, deadline, budget)
+            return self._interrupt(ident, deadline, limits)
         except wire.WireError as err:
             self.kill(_gone_reason(err))
             raise ChildGone(self.death) from None
@@ -328,9 +328,9 @@ class Child:
             raise ChildGone(self.death) from None
 
     def _answer(self, ident: int, deadline: float,
-                budget: FrameBudget) -> tuple[dict, list[bytes]]:
+                limits: FrameBudget) -> tuple[dict, list[bytes]]:
         for _stale in range(64):
-            reply, blobs = wire.recv(self.sock, deadline=deadline, budget=budget)
+            reply, blobs = wire.recv(self.sock, deadline=deadline, limits=limits)
             replies.check_common(reply)
             if reply["id"] == ident:
                 return reply, blobs
@@ -338,12 +338,12 @@ class Child:
         raise ChildGone(self.death)
 
     def _interrupt(self, ident: int, deadline: float,
-                   budget: FrameBudget) -> tuple[dict, list[bytes]]:
+                   limits: FrameBudget) -> tuple[dict, list[bytes]]:
         seconds = max(0.0, deadline - self._started)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(self.pid, signal.SIGINT)
         try:
-            reply, blobs = self._answer(ident, time.monotonic() + GRACE, budget)
+            reply, blobs = self._answer(ident, time.monotonic() + GRACE, limits)
         except (wire.WireError, replies.BadReply):
             self.kill(f"运行超过 {seconds:.0f} 秒，中断后仍无响应，进程已被终止。")
             raise ChildGone(self.death) from None
@@ -364,18 +364,18 @@ class Child:
     # -------------------------------------------------------------- operations
 
     def timed(self, header: dict, blobs: list[bytes] | tuple = (), *, seconds: float,
-              budget: FrameBudget = VALUE_FRAME) -> tuple[dict, list[bytes]]:
+              limits: FrameBudget = VALUE_FRAME) -> tuple[dict, list[bytes]]:
         self._started = time.monotonic()
-        return self.request(header, blobs, deadline=self._started + seconds, budget=budget)
+        return self.request(header, blobs, deadline=self._started + seconds, limits=limits)
 
     def send_files(self, files: dict[str, bytes], *, seconds: float = 30.0) -> None:
         names = list(files)
         self.timed({"op": "files", "names": names}, [files[n] for n in names], seconds=seconds,
-                   budget=SMALL_FRAME)
+                   limits=SMALL_FRAME)
 
     def run(self, code: str, *, seconds: float) -> dict:
         """Run a cell: ``{"ok", "outputs", "count"}`` (``interrupted_after`` when SIGINT hit it)."""
-        reply, _ = self.timed({"op": "run", "code": code}, seconds=seconds, budget=RUN_FRAME)
+        reply, _ = self.timed({"op": "run", "code": code}, seconds=seconds, limits=RUN_FRAME)
         try:
             replies.check_run(reply)
         except replies.BadReply as err:

@@ -44,7 +44,7 @@ from .budgets import HOST_FRAME, FrameBudget
 from .npyread import ARRAY_KINDS as _ARRAY_KINDS
 from .sreprfast import fast_srepr
 
-__all__ = ["WireError", "PeerClosed", "Deadline", "send", "recv", "encode_for_child",
+__all__ = ["WireError", "PeerClosed", "Deadline", "Limits", "send", "recv", "encode_for_child",
            "decode_from_host", "encode_for_host", "HandleTable"]
 
 _LEN = struct.Struct("!I")
@@ -53,6 +53,10 @@ _BLOB = struct.Struct("!Q")
 MAX_DEPTH = 32
 #: Largest int sent as itself (bigger ones travel as decimal text, up to 4000 digits).
 _MAX_DIGITS = 4000
+
+
+#: The bounds on one message read (the name callers know; defined in :mod:`.budgets`).
+Limits = FrameBudget
 
 
 class WireError(Exception):
@@ -101,26 +105,26 @@ def _read(sock: socket.socket, size: int, deadline: float | None) -> bytes:
 
 
 def recv(sock: socket.socket, *, deadline: float | None = None,
-         budget: FrameBudget = HOST_FRAME) -> tuple[dict, list[bytes]]:
-    """Read one message within ``budget`` (:mod:`.budgets`); ``deadline`` is a
+         limits: FrameBudget = HOST_FRAME) -> tuple[dict, list[bytes]]:
+    """Read one message within ``limits`` (:mod:`.budgets`); ``deadline`` is a
     ``time.monotonic()`` value or ``None``. The header's size, depth and value count are
     checked before it is parsed (:mod:`.jsonguard`)."""
     (length,) = _LEN.unpack(_read(sock, _LEN.size, deadline))
-    if length > budget.json_bytes:
-        raise WireError(f"消息头有 {length} 字节，超过上限 {budget.json_bytes}")
+    if length > limits.json_bytes:
+        raise WireError(f"消息头有 {length} 字节，超过上限 {limits.json_bytes}")
     try:
-        header = jsonguard.loads(_read(sock, length, deadline), budget)
+        header = jsonguard.loads(_read(sock, length, deadline), limits)
     except jsonguard.HeaderError as err:
         raise WireError(str(err)) from None
     (count,) = _LEN.unpack(_read(sock, _LEN.size, deadline))
-    if count > budget.blobs:
-        raise WireError(f"{count} 个附件，超过上限 {budget.blobs}")
+    if count > limits.blobs:
+        raise WireError(f"{count} 个附件，超过上限 {limits.blobs}")
     blobs, total = [], length
     for _ in range(count):
         (size,) = _BLOB.unpack(_read(sock, _BLOB.size, deadline))
         total += size
-        if total > budget.total_bytes:
-            raise WireError(f"消息超过 {budget.total_bytes} 字节")
+        if total > limits.total_bytes:
+            raise WireError(f"消息超过 {limits.total_bytes} 字节")
         blobs.append(_read(sock, size, deadline))
     return header, blobs
 
