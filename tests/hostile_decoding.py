@@ -77,6 +77,36 @@ VALUES: dict[str, Callable[[], object]] = {
 }
 
 
+def spoiled(value: object, how: str) -> object | None:
+    """An honest value made hostile in one place, so it passes every kind and shape test
+    and reaches a check's deepest comparison: ``how`` is ``nan``, ``inf`` or
+    ``imaginary``; ``None`` when it does not apply to such a value."""
+    extra = {"nan": sp.nan, "inf": sp.oo, "imaginary": sp.I / 2}[how]
+    number = {"nan": float("nan"), "inf": float("inf")}.get(how)
+    if isinstance(value, tuple) and value:
+        first = spoiled(value[0], how)
+        return None if first is None else (first, *value[1:])
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iufc" and value.size:
+        if how == "imaginary":
+            return value + 0.5j
+        out = value.astype(np.float64 if value.dtype.kind in "iu" else value.dtype)
+        out.flat[0] = number
+        return out
+    if isinstance(value, sp.MatrixBase) and len(value):
+        out = value.as_mutable()
+        out[0] = sp.Add(out[0], extra, evaluate=False)
+        return out
+    if isinstance(value, sp.Expr):
+        return sp.Add(value, extra, evaluate=False)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return complex(value, 0.5) if how == "imaginary" else number
+    return None
+
+
+#: How :func:`spoiled` spoils an honest value.
+SPOILERS = ("nan", "inf", "imaginary")
+
+
 def _nested(depth: int, leaf: object) -> object:
     value = leaf
     for _ in range(depth):
@@ -142,12 +172,14 @@ def _pickled_object_array() -> bytes:
 
 @dataclass(frozen=True)
 class Reply:
-    """A reply the fake child sends: ``fields`` merged into ``{"id": <request id>}``
-    (unless ``raw``: bytes sent as they are, after the request is read)."""
+    """A reply the fake child sends: ``fields`` merged into ``{"id": <request id>}``, or
+    ``header``: JSON text of its own (``ID`` stands for the request's id), framed with
+    ``blobs``; or ``raw``: bytes sent as they are, framing included."""
 
     name: str
     fields: dict = field(default_factory=dict)
     blobs: tuple[bytes, ...] = ()
+    header: bytes | None = None
     raw: bytes | None = None
 
 
@@ -160,22 +192,27 @@ def frame(header_bytes: bytes, blobs: tuple[bytes, ...] = (), *, length: int | N
     return b"".join(parts)
 
 
+def _dict_json(keys: int) -> bytes:
+    return (b'{"id": ID, "value": {"$": "dict", "items": ['
+            + b",".join(b"[%d, 0]" % i for i in range(keys)) + b"]}}")
+
+
 def _deep_json(depth: int) -> bytes:
     return b'{"id": ID, "value": ' + b"[" * depth + b"]" * depth + b"}"
 
 
 #: Replies to a ``get`` (also used as answers to a ``call``).
 REPLIES: tuple[Reply, ...] = (
-    Reply("deep_lists", raw=_deep_json(2000)),
-    Reply("deep_lists_100k", raw=_deep_json(100_000)),
+    Reply("deep_lists", header=_deep_json(2000)),
+    Reply("deep_lists_100k", header=_deep_json(100_000)),
     Reply("header_claims_4gb", raw=struct.pack("!I", 0xFFFFFFF0) + b"{}"),
-    Reply("not_json", raw=b"{\"id\": ID, \"value\": [1, 2,,]}"),
-    Reply("json_not_an_object", raw=b"[1, 2, 3]"),
+    Reply("not_json", header=b'{"id": ID, "value": [1, 2,,]}'),
+    Reply("not_utf8", header=b'{"id": ID, "value": "\xff\xfe"}'),
+    Reply("json_not_an_object", header=b"[1, 2, 3]"),
     Reply("id_is_a_list", {"id": [1], "value": 1}),
-    Reply("no_id", raw=frame(b'{"value": 1}')),
-    Reply("dict_with_a_million_keys",
-          raw=b'{"id": ID, "value": {"$": "dict", "items": [' +
-          b",".join(b'[%d, 0]' % i for i in range(1_000_000)) + b"]}}"),
+    Reply("no_id", header=b'{"value": 1}'),
+    Reply("dict_with_a_million_keys", header=_dict_json(1_000_000)),  # past 8 MB
+    Reply("dict_of_400k_keys", header=_dict_json(400_000)),  # 4 MB, 1.2 M values
     Reply("npy_lies_about_shape", {"value": {"$": "ndarray", "blob": 0}},
           (lying_npy((10**12,)),)),
     Reply("npy_zero_size_strings", {"value": {"$": "ndarray", "blob": 0}},
@@ -207,8 +244,8 @@ REPLIES: tuple[Reply, ...] = (
     Reply("raised_type_not_text", {"raised": {"type": {"$": "x"}, "message": 1}}),
     Reply("forged_bad_request", {"bad_request": "the grader's fault, honest"}),
     Reply("interrupted_not_bool", {"interrupted": "yes"}),
-    Reply("too_many_attachments", raw=frame(b'{"id": ID, "value": 1}', (b"",) * 5000)),
-    Reply("attachment_too_large", raw=frame(b'{"id": ID, "value": 1}')[:-4]
+    Reply("too_many_attachments", header=b'{"id": ID, "value": 1}', blobs=(b"",) * 5000),
+    Reply("attachment_too_large", raw=frame(b'{"id": 0, "value": 1}')[:-4]
           + struct.pack("!I", 1) + struct.pack("!Q", 1 << 40)),
     Reply("silence", raw=b""),
 )
@@ -217,7 +254,9 @@ REPLIES: tuple[Reply, ...] = (
 def encoded(reply: Reply, ident: int) -> bytes:
     """The bytes the fake child writes for ``reply`` to request ``ident``."""
     if reply.raw is not None:
-        return reply.raw.replace(b"ID", str(ident).encode()) if reply.raw else b""
+        return reply.raw
+    if reply.header is not None:
+        return frame(reply.header.replace(b"ID", str(ident).encode()), reply.blobs)
     header = {"id": ident, **reply.fields}
     return frame(json.dumps(header).encode(), reply.blobs)
 

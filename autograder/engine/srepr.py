@@ -72,7 +72,7 @@ def from_srepr(text: object) -> Any:
     _measure(tree)
     size = size_of(tree.body)
     if not size.bits <= SYMPY.bits:  # (also refuses nan)
-        raise SreprError(f"其中的精确数值可能多达 {size.bits:.3g} 位（上限 {SYMPY.bits} 位）")
+        raise SreprError(f"其中的精确数值可能多达 {size.bits:.3g} 个二进制位（上限 {SYMPY.bits}）")
     if not size.exponent <= SYMPY.exponent:
         raise SreprError(f"其中的指数可能大到 {size.exponent:.3g}（上限 {SYMPY.exponent}）")
     try:
