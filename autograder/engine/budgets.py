@@ -4,7 +4,7 @@ Everything the sandboxed child sends back is hostile until decoded: a message, a
 an ``.npy`` attachment or SymPy text that is malformed, too large, too deep or too slow to
 read becomes the *student's* failure of that check (:class:`~.errors.BadValue`), never a
 grader error and never a hang. The honest sample students of every assignment
-(``autograder.samples``, measured with ``tests/test_hostile_decoding.py``'s census) stay far
+(``autograder.samples``, measured with ``tests/test_hostile_checks.py``'s census) stay far
 below each figure: the largest value they send is a 35 kB header with 18 JSON nodes,
 4 levels deep, three attachments of at most 40 kB, SymPy text of 24 kB (9408 syntax nodes,
 17 levels, integers of 8 digits, exponents of 2, 53-bit floats).

@@ -16,7 +16,7 @@ only these forms are built, under ``sympy.evaluate(False)``:
 Nothing else: no ``Poly`` (which expands its argument when built), no ``Sum``,
 ``Integral``, ``Derivative``, ``factorial``, sets or intervals. The honest students of every
 assignment send only numbers, symbols, ``Add``/``Mul``/``Pow``, ``exp``, ``tanh`` and the
-two matrix classes (the census in ``tests/test_hostile_decoding.py``). Before anything is
+two matrix classes (the census in ``tests/test_hostile_checks.py``). Before anything is
 built, :func:`.sreprbudget.size_of` bounds the exact numbers and the exponents the
 expression could produce when a check later simplifies or evaluates it.
 """

@@ -19,7 +19,7 @@ points lie in [0.51, 2.99]):
   ``exp``, ``sinh``, ``cosh``), which bounds the work of numeric evaluation.
 
 The bounds are coarse on purpose; the honest students' largest values measure well
-inside :data:`~.budgets.SYMPY` (``tests/test_hostile_decoding.py`` keeps the census).
+inside :data:`~.budgets.SYMPY` (``tests/test_hostile_checks.py`` keeps the census).
 """
 
 from __future__ import annotations
