@@ -7,6 +7,7 @@ which tolerance. Messages never print the hidden inputs, only summaries of resul
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable
 
 import numpy as np
@@ -22,7 +23,11 @@ __all__ = [
     "assert_close",
     "assert_number_close",
     "fmt",
+    "kind_name",
 ]
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 60, 60, 60
 
 
 class CheckFailed(AssertionError):
@@ -43,19 +48,51 @@ def fail(message: str) -> None:
 
 
 def fmt(value: object, digits: int = 4) -> str:
-    """Short human form of a number or array (at most a few entries)."""
+    """Short human form of a number or array (at most a few entries); never raises."""
     if isinstance(value, (bool, np.bool_)):
         return "True" if value else "False"
-    arr = np.asarray(value)
-    if arr.dtype.kind in "fc" or arr.dtype.kind in "iu":
-        with np.printoptions(precision=digits, suppress=True, threshold=8, edgeitems=2):
-            return np.array2string(arr, separator=", ") if arr.ndim else f"{arr.item():.{digits}g}"
-    text = repr(value)
+    try:
+        arr = np.asarray(value)
+        if arr.dtype.kind in "fciu":
+            with np.printoptions(precision=digits, suppress=True, threshold=8, edgeitems=2):
+                return np.array2string(arr, separator=", ") if arr.ndim \
+                    else f"{arr.item():.{digits}g}"
+    except (TypeError, ValueError, OverflowError):  # ragged lists, odd objects
+        pass
+    try:
+        text = _SHORT.repr(value)
+    except Exception:  # an int past Python's 4300 printable digits, a broken __repr__
+        text = f"<{kind_name(value)}>"
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _kind(value: object) -> str:
-    return type(value).__name__
+def kind_name(value: object) -> str:
+    """The type of a student's value for a message (an opaque object: the type it had)."""
+    name = getattr(value, "type_name", None) if type(value).__name__ == "Opaque" else None
+    return f"无法读取的 {name} 对象" if isinstance(name, str) else type(value).__name__
+
+
+
+def _float_array(value: object, what: str, wanted: str) -> np.ndarray:
+    """``value`` as a float64 array, or the student's failure saying why it is not one.
+
+    Complex values with a non-zero imaginary part, strings, integers beyond the float
+    range and objects that do not convert are refused (numpy would drop an imaginary part
+    or parse a string silently)."""
+    try:
+        raw = np.asarray(value)
+        if raw.dtype.kind == "c":
+            if np.any(raw.imag != 0):
+                fail(f"{what} 应是{wanted}（实数），得到的是复数。")
+            raw = raw.real
+        if raw.dtype.kind in "USVMm":
+            fail(f"{what} 应是{wanted}，得到的是 {raw.dtype.kind in 'US' and '字符串' or '非数值'}数组。")
+        return raw.astype(np.float64)
+    except OverflowError:
+        fail(f"{what} 应是{wanted}，得到的数超出了浮点数的范围（约 1.8e308）。")
+    except (TypeError, ValueError, ArithmeticError, AttributeError):
+        fail(f"{what} 应是{wanted}，得到的 {kind_name(value)} 无法转换为浮点数。")
+    raise AssertionError("unreachable")
 
 
 def as_array(value: object, what: str) -> np.ndarray:
@@ -63,34 +100,35 @@ def as_array(value: object, what: str) -> np.ndarray:
     if value is None:
         fail(f"{what} 返回了 None：应返回一个数组。是不是忘了 return？")
     if isinstance(value, (str, bytes, dict, set)):
-        fail(f"{what} 应是数值数组，得到的是 {_kind(value)}。")
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        fail(f"{what} 应是数值数组，得到的 {_kind(value)} 无法转换为浮点数组。")
-    return arr
+        fail(f"{what} 应是数值数组，得到的是 {kind_name(value)}。")
+    return _float_array(value, what, "数值数组")
 
 
-def as_number(value: object, what: str) -> float:
-    """``value`` as a plain float, or a message saying a single number was expected."""
+def as_number(value: object, what: str, *, finite: bool = True) -> float:
+    """``value`` as a plain float, or a message saying a single number was expected.
+
+    NaN and ±inf are refused unless ``finite=False`` (they compare as neither larger
+    nor smaller than anything, so a check's ``if got > limit`` would let them pass)."""
     if value is None:
         fail(f"{what} 是 None：应是一个数。是不是忘了 return 或赋值？")
     if isinstance(value, (str, bytes)):
-        fail(f"{what} 应是一个数，得到的是字符串 {value!r}。")
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        fail(f"{what} 应是一个数，得到的 {_kind(value)} 无法转换为浮点数。")
+        fail(f"{what} 应是一个数，得到的是字符串 {fmt(value)}。")
+    if isinstance(value, (dict, set)):
+        fail(f"{what} 应是一个数，得到的是 {kind_name(value)}。")
+    arr = _float_array(value, what, "一个数")
     if arr.size != 1:
         fail(f"{what} 应是一个数，得到的是形状为 {arr.shape} 的数组。")
-    return float(arr.reshape(()))
+    number = float(arr.reshape(()))
+    if finite and not np.isfinite(number):
+        fail(f"{what} 应是一个有限的数，得到的是 {number}。")
+    return number
 
 
 def as_bool(value: object, what: str) -> bool:
-    """``value`` as a plain bool; numbers and strings are refused with a message."""
+    """``value`` as a plain bool; numbers, strings and SymPy's ``true`` are refused."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    fail(f"{what} 应是布尔值 True 或 False，得到的是 {_kind(value)}：{fmt(value)}。")
+    fail(f"{what} 应是布尔值 True 或 False，得到的是 {kind_name(value)}：{fmt(value)}。")
     return False  # unreachable, keeps type checkers calm
 
 
@@ -136,9 +174,10 @@ def assert_close(
         fail(f"{what} 含有 NaN 或无穷大，而正确结果全是有限数。{cause()}")
     if not np.allclose(arr, expected, rtol=rtol, atol=atol):
         diff = np.abs(arr - expected)
-        where = np.unravel_index(int(np.nanargmax(diff)), diff.shape) if diff.ndim else ()
+        diff = np.where(np.isnan(diff), np.inf, diff)  # NaN differs from everything
+        where = np.unravel_index(int(np.argmax(diff)), diff.shape) if diff.ndim else ()
         fail(
-            f"{what} 与正确结果不一致：最大绝对误差 {float(np.nanmax(diff)):.3g}"
+            f"{what} 与正确结果不一致：最大绝对误差 {float(np.max(diff)):.3g}"
             f"（容差 rtol={rtol:g}, atol={atol:g}）。"
             f"\n在位置 {tuple(int(i) for i in where)}：期望 {float(expected[where]):.6g}，"
             f"得到 {float(arr[where]):.6g}。{cause()}"
@@ -151,7 +190,7 @@ def assert_number_close(
     hint: Callable[[float], str | None] | None = None,
 ) -> float:
     """Compare one number with the expected value; ``hint`` may name a misconception."""
-    value = as_number(actual, what)
+    value = as_number(actual, what, finite=False)
     if not np.isfinite(value) or not np.isclose(value, expected, rtol=rtol, atol=atol):
         found = hint(value) if hint else None
         extra = f"\n可能的原因：{found}" if found else ""

@@ -109,8 +109,10 @@ def test_the_sympy_reader_refuses_anything_but_srepr(text):
 
 def test_the_sympy_reader_builds_without_evaluating():
     start = time.monotonic()
-    big = from_srepr("Pow(Integer(10), Integer(10000000000))")
+    big = from_srepr("Pow(Integer(10), Integer(1000))")
     assert isinstance(big, sp.Pow) and time.monotonic() - start < 1
+    with pytest.raises(SreprError, match="精确数值"):  # what a later simplify would build
+        from_srepr("Pow(Integer(10), Integer(10000000000))")
 
 
 # ------------------------------------------------------------------ hidden regions
@@ -372,7 +374,7 @@ def test_a_closed_link_leaves_no_child_behind_retired_or_asked_ahead(zygote):
     lambda x, y: sp.ImmutableMatrix([[sp.log(y) * sp.sin(x) - sp.E + sp.I]]),
     lambda x, y: sp.Float(0.5) * y + sp.Function("f")(x),
     lambda x, y: sp.Piecewise((x, y > 0), (1, True)) + sp.Max(x, y),
-    lambda x, y: sp.Derivative(sp.exp(x * y), x) + sp.oo,
+    lambda x, y: sp.log(sp.exp(x * y) + 1, 2) + sp.oo - sp.tanh(sp.Abs(x - y)),
     lambda x, y: sp.Matrix(0, 2, []),
 ])
 def test_the_childs_fast_srepr_reads_back_as_srepr_does(make):

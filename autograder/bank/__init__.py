@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 
 from ..assignments import ASSIGNMENT_MODULES
-from ..compare import CheckFailed, fail
+from ..compare import CheckFailed, fail, kind_name
 from ..engine.errors import Raised, StudentFault
+from ..engine.hostdecode import Opaque
 from ..engine.settings import PRACTICE_SALT
 from ..symbolic import TimeLimit, time_limit
 
@@ -137,10 +138,10 @@ class Context:
     def call(self, func: object, *args: Any, what: str, **kwargs: Any) -> Any:
         """Call a student function on copies of the inputs; turn its errors into messages."""
         if not callable(func):
-            fail(f"{what}：应是一个函数，得到的是 {type(func).__name__}。")
+            fail(f"{what}：应是一个函数，得到的是 {kind_name(func)}。")
         copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
         try:
-            return func(*copies, **kwargs)
+            result = func(*copies, **kwargs)
         except CheckFailed:
             raise
         except Raised as err:  # raised in the sandbox, reported by type name
@@ -155,6 +156,10 @@ class Context:
             if isinstance(err, NotImplementedError):
                 fail(f"{what}：函数还没有实现（抛出了 NotImplementedError）。")
             fail(f"{what} 运行出错：{type(err).__name__}: {err}")  # their bug, not our frames
+        if isinstance(result, Opaque):  # not data: no check can look at it
+            fail(f"{what} 返回的 {result.type_name} 对象无法读取。请返回数组、数、布尔值、字符串、"
+                 "列表或 SymPy 对象。")
+        return result
 
     def randn(self, *shape: int, dtype: type = np.float64) -> np.ndarray:
         return self.rng.standard_normal(shape).astype(dtype)

@@ -1,7 +1,11 @@
 """The trusted grading engine: student code in a sandboxed child, checks in the host.
 
 - :mod:`.wire`: messages and values on the socket between host and child (data only);
-- :mod:`.srepr`: SymPy values rebuilt in the host by a whitelist reader;
+- :mod:`.budgets`: how much of the child's data the host agrees to read (defined once);
+- :mod:`.jsonguard`, :mod:`.npyread`, :mod:`.hostdecode`, :mod:`.replies`: the host's
+  reading of a message header, an ``.npy`` attachment, a value, a reply's fields;
+- :mod:`.srepr` (with :mod:`.sreprbudget`): SymPy values rebuilt in the host by an
+  allowlist reader;
 - :mod:`.sandbox`: Linux namespaces, limits and the file-system view of the child;
 - :mod:`.studentuser`: without namespaces, a separate unprivileged user per child (root grader);
 - :mod:`.seccomp`: a filter that refuses named system calls;

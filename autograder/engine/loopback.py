@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import wire
-from .errors import Raised
+from .errors import BadValue, Raised
+from .hostdecode import decode_from_child
 
 __all__ = ["LoopbackFunction", "crossing"]
 
@@ -36,9 +37,13 @@ class LoopbackFunction:
 
 
 def crossing(value: Any) -> Any:
-    """``value`` as the host would receive it from the child."""
+    """``value`` as the host would receive it from the child; :class:`BadValue` (the
+    student's failure) for what the host would refuse, as :meth:`.proxy.Child.get` does."""
     blobs: list[bytes] = []
     handles = wire.HandleTable()
     encoded = wire.encode_for_host(value, blobs, handles)
-    return wire.decode_from_child(encoded, blobs,
-                                  remote=lambda handle, _type: LoopbackFunction(handles.get(handle)))
+    try:
+        return decode_from_child(encoded, blobs,
+                                 remote=lambda handle, _type: LoopbackFunction(handles.get(handle)))
+    except wire.WireError as err:
+        raise BadValue(str(err)) from None

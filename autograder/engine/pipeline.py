@@ -44,8 +44,10 @@ import nbformat
 from nbformat import NotebookNode
 
 from .. import bank
+from ..symbolic import TimeLimit, time_limit
 from . import memcg
-from .errors import ChildGone, Missing, StudentFault
+from .budgets import FETCH_SECONDS, GET_SECONDS
+from .errors import ChildGone, StudentFault
 from .manifest import CellSpec, Manifest
 from .outputs import OutputBudget, clean_outputs, verdict_output
 from .proxy import Child, ZygoteLink
@@ -61,8 +63,6 @@ log = logging.getLogger("autograder.engine")
 #: Largest notebook read, data files sent along (bytes, count).
 MAX_NOTEBOOK = 50 << 20
 MAX_FILES, MAX_FILE_BYTES = 200, 100 << 20
-#: Seconds to read one variable of the child for a check.
-GET_SECONDS = 15.0
 
 
 @dataclass
@@ -428,14 +428,20 @@ class Execute:
 
 
 def _evaluate(job: Job, child: Child, call) -> bank.Outcome:
-    """Fetch the check's values from the child (functions as proxies), run it in the host."""
+    """Fetch the check's values from the child (functions as proxies), run it in the host.
+
+    Fetching and decoding run under the host's own time limit (:data:`FETCH_SECONDS`):
+    whatever the child sends, a value too slow to read is the student's failure."""
     check = bank.get_check(call.name)
     try:
-        values = {kw: child.get(var, seconds=GET_SECONDS) for kw, var in call.values.items()}
-    except Missing as err:
+        with time_limit(FETCH_SECONDS):
+            values = {kw: child.get(var, seconds=GET_SECONDS) for kw, var in call.values.items()}
+    except StudentFault as err:  # missing, malformed, too large, or the child died
         return bank.Outcome(call.name, check.title, "failed", str(err))
-    except StudentFault as err:
-        return bank.Outcome(call.name, check.title, "failed", str(err))
+    except TimeLimit:
+        return bank.Outcome(call.name, check.title, "failed",
+                            f"读取并解码返回的值超过 {FETCH_SECONDS:g} 秒，已停止。请返回普通的数组、"
+                            "数或较小的 SymPy 表达式。")
     seed = bank.seed_for(call.name, student=job.student, salt=job.settings.salt)
     return bank.evaluate(call.name, values, seed=seed)
 

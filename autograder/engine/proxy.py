@@ -27,12 +27,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import wire
-from .errors import BadValue, ChildGone, Interrupted, Missing, Raised
+from . import replies, wire
+from .budgets import RUN_FRAME, SMALL_FRAME, VALUE_FRAME, FrameBudget
+from .errors import BadValue, ChildGone, Interrupted, Missing, StudentFault
+from .hostdecode import decode_from_child
 from .sandbox import SandboxLimits
 
 __all__ = ["Zygote", "ZygoteLink", "Child", "RemoteFunction", "call_deadline", "GRACE", "ZygoteError",
@@ -48,7 +50,6 @@ REAP_WAIT = 10.0
 #: fields, and the one short output a child that left some out may add).
 RUN_REPLY_SLACK = 64 << 10
 #: The wire's own bounds on one answer, for requests that set none of their own.
-_ANY_SIZE = wire.Limits()
 #: Variables of the host's environment the zygote may see (nothing else crosses).
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
 
@@ -182,7 +183,7 @@ class ZygoteLink:
             ours.close()
             raise ZygoteError("the zygote exited")
         try:
-            hello, _ = wire.recv(ours, deadline=time.monotonic() + 30)
+            hello, _ = wire.recv(ours, deadline=time.monotonic() + 30, limits=SMALL_FRAME)
         except wire.WireError as err:
             ours.close()
             raise ZygoteError(f"a new child did not start ({err})") from None
@@ -309,43 +310,58 @@ class Child:
     # -------------------------------------------------------------- requests
 
     def request(self, header: dict, blobs: list[bytes] | tuple = (), *, deadline: float,
-                limits: wire.Limits = _ANY_SIZE) -> tuple[dict, list[bytes]]:
-        """Send ``header`` and return the answer to it (no larger than ``limits``); see
-        the module docstring for what happens at the deadline. Raises :class:`ChildGone`
-        or :class:`Interrupted`."""
+                limits: FrameBudget = VALUE_FRAME) -> tuple[dict, list[bytes]]:
+        """Send ``header`` and return the answer to it, read within ``limits``; see the
+        module docstring for what happens at the deadline. Raises :class:`ChildGone`,
+        :class:`Interrupted` or :class:`~.replies.BadReply` (all the student's)."""
         if not self.alive:
             raise ChildGone(self.death)
         self._next += 1
         ident = self._next
         try:
-            wire.send(self.sock, {**header, "id": ident}, list(blobs))
+            return self._exchange({**header, "id": ident}, list(blobs), deadline, limits)
+        except StudentFault:
+            raise
+        except BaseException:  # the host's own time limit (or ^C) mid-message: the rest
+            self.kill("评分程序的时间限制已到，进程的回答没有读完，已被终止。")  # of the
+            raise                                            # stream can no longer be read
+
+    def _exchange(self, header: dict, blobs: list[bytes], deadline: float,
+                  limits: FrameBudget) -> tuple[dict, list[bytes]]:
+        ident = header["id"]
+        try:
+            wire.send(self.sock, header, blobs)
             return self._answer(ident, deadline, limits)
         except wire.Deadline:
             return self._interrupt(ident, deadline, limits)
         except wire.WireError as err:
             self.kill(_gone_reason(err))
             raise ChildGone(self.death) from None
+        except replies.BadReply as err:
+            self.kill(f"{err}已被终止。")
+            raise ChildGone(self.death) from None
         except OSError:
             self.kill("进程已经退出（例如调用了 os._exit、exit()，或内存耗尽被终止）。")
             raise ChildGone(self.death) from None
 
     def _answer(self, ident: int, deadline: float,
-                limits: wire.Limits = _ANY_SIZE) -> tuple[dict, list[bytes]]:
+                limits: FrameBudget) -> tuple[dict, list[bytes]]:
         for _stale in range(64):
             reply, blobs = wire.recv(self.sock, deadline=deadline, limits=limits)
-            if reply.get("id") == ident:
+            replies.check_common(reply)
+            if reply["id"] == ident:
                 return reply, blobs
         self.kill("进程发来了无法识别的消息，已被终止。")
         raise ChildGone(self.death)
 
     def _interrupt(self, ident: int, deadline: float,
-                   limits: wire.Limits = _ANY_SIZE) -> tuple[dict, list[bytes]]:
+                   limits: FrameBudget) -> tuple[dict, list[bytes]]:
         seconds = max(0.0, deadline - self._started)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(self.pid, signal.SIGINT)
         try:
             reply, blobs = self._answer(ident, time.monotonic() + GRACE, limits)
-        except wire.WireError:
+        except (wire.WireError, replies.BadReply):
             self.kill(f"运行超过 {seconds:.0f} 秒，中断后仍无响应，进程已被终止。")
             raise ChildGone(self.death) from None
         if reply.get("interrupted"):
@@ -365,13 +381,14 @@ class Child:
     # -------------------------------------------------------------- operations
 
     def timed(self, header: dict, blobs: list[bytes] | tuple = (), *, seconds: float,
-              limits: wire.Limits = _ANY_SIZE) -> tuple[dict, list[bytes]]:
+              limits: FrameBudget = VALUE_FRAME) -> tuple[dict, list[bytes]]:
         self._started = time.monotonic()
         return self.request(header, blobs, deadline=self._started + seconds, limits=limits)
 
     def send_files(self, files: dict[str, bytes], *, seconds: float = 30.0) -> None:
         names = list(files)
-        self.timed({"op": "files", "names": names}, [files[n] for n in names], seconds=seconds)
+        self.timed({"op": "files", "names": names}, [files[n] for n in names], seconds=seconds,
+                   limits=SMALL_FRAME)
 
     def run(self, code: str, *, seconds: float, output_bytes: int | None = None) -> dict:
         """Run a cell: ``{"ok", "outputs", "count"}`` (``interrupted_after`` when SIGINT
@@ -380,20 +397,22 @@ class Child:
         :data:`RUN_REPLY_SLACK`) is not read: the child is killed, so the host never holds
         more than the notebook's output budget."""
         header: dict = {"op": "run", "code": code}
-        limits = _ANY_SIZE
+        limits = RUN_FRAME
         if output_bytes is not None:
             header["output_bytes"] = output_bytes
-            size = output_bytes + RUN_REPLY_SLACK
-            limits = wire.Limits(json_bytes=size, blobs=0, total_bytes=size)
+            size = min(output_bytes + RUN_REPLY_SLACK, RUN_FRAME.json_bytes)
+            limits = replace(RUN_FRAME, json_bytes=size, total_bytes=size)
         reply, _ = self.timed(header, seconds=seconds, limits=limits)
-        if not isinstance(reply.get("outputs"), list):
-            self.kill("进程的回答格式不对，已被终止。")
-            raise ChildGone(self.death)
+        try:
+            replies.check_run(reply)
+        except replies.BadReply as err:
+            self.kill(f"{err}已被终止。")
+            raise ChildGone(self.death) from None
         return reply
 
     def get(self, name: str, *, seconds: float) -> Any:
         reply, blobs = self.timed({"op": "get", "name": name}, seconds=seconds)
-        if reply.get("missing"):
+        if reply.get("missing") is True:
             raise Missing(name)
         return self._decode(reply, blobs)
 
@@ -405,23 +424,27 @@ class Child:
         self._started = time.monotonic()
         reply, answer_blobs = self.request(header, blobs, deadline=deadline)
         if "raised" in reply:
-            info = reply["raised"] if isinstance(reply["raised"], dict) else {}
-            bases = tuple(str(b)[:80] for b in info.get("bases", []) if isinstance(b, str))
-            raise Raised(str(info.get("type", "Exception"))[:80],
-                         str(info.get("message", ""))[:2000], bases)
+            raise replies.raised_from(reply["raised"])
         if reply.get("interrupted"):
             raise Interrupted(round(time.monotonic() - self._started, 1))
         if "bad_request" in reply:
-            raise RuntimeError(f"the child refused the grader's request: {reply['bad_request']}")
+            # our kernel's answer to a request it could not read; but the child is the
+            # student's process, which can send the same words: logged, and their failure
+            log.warning("child %d refused a call: %.200r", self.pid, reply["bad_request"])
+            raise BadValue("进程拒绝了评分程序的调用请求")
         return self._decode(reply, answer_blobs)
 
     def _decode(self, reply: dict, blobs: list[bytes]) -> Any:
+        """The reply's value; anything that does not decode is the student's failure."""
         if "value" not in reply:
             raise BadValue("回答中没有值")
         try:
-            return wire.decode_from_child(reply["value"], blobs, remote=self._remote)
+            return decode_from_child(reply["value"], blobs, remote=self._remote)
         except wire.WireError as err:
             raise BadValue(str(err)) from None
+        except Exception:  # a decoder fault on hostile data: logged, never the grader's 0
+            log.exception("child %d sent a value the host could not decode", self.pid)
+            raise BadValue("数据无法解码") from None
 
     def _remote(self, handle: int, type_name: str) -> RemoteFunction:
         return RemoteFunction(self, handle, type_name)

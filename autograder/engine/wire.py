@@ -17,8 +17,10 @@ Values are encoded as JSON with tagged objects (``{"$": kind, ...}``):
   (:class:`~autograder.engine.proxy.RemoteFunction`); anything else that is not data
   becomes an *opaque* marker naming its type.
 
-The host decodes with :func:`decode_from_child`, which checks every tag, size and dtype
-and raises :class:`WireError` on anything else. The child's side
+The host reads a message within a :class:`~.budgets.FrameBudget` (:func:`recv`) and
+decodes a value with :func:`.hostdecode.decode_from_child`, which checks every tag, size,
+count and dtype against :mod:`.budgets` and raises :class:`WireError` (in Chinese: it
+becomes the student's failure) on anything else. The child's side
 (:func:`encode_for_host`) never raises: whatever the student's objects do, the host
 receives data or an opaque marker.
 """
@@ -32,25 +34,29 @@ import socket
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..testfn import TestFunction, define
+from . import jsonguard
+from .budgets import HOST_FRAME, FrameBudget
+from .npyread import ARRAY_KINDS as _ARRAY_KINDS
 from .sreprfast import fast_srepr
 
-__all__ = ["WireError", "Limits", "send", "recv", "encode_for_child", "decode_from_host",
-           "encode_for_host", "decode_from_child", "Opaque", "HandleTable"]
+__all__ = ["WireError", "PeerClosed", "Deadline", "Limits", "send", "recv", "encode_for_child",
+           "decode_from_host", "encode_for_host", "HandleTable"]
 
 _LEN = struct.Struct("!I")
 _BLOB = struct.Struct("!Q")
-#: Array kinds the host accepts: booleans, integers, floats, complex, strings.
-_ARRAY_KINDS = "biufcUS"
 #: Deepest nesting of lists/tuples/dicts accepted either way.
 MAX_DEPTH = 32
 #: Largest int sent as itself (bigger ones travel as decimal text, up to 4000 digits).
 _MAX_DIGITS = 4000
+
+
+#: The bounds on one message read (the name callers know; defined in :mod:`.budgets`).
+Limits = FrameBudget
 
 
 class WireError(Exception):
@@ -63,15 +69,6 @@ class PeerClosed(WireError):
 
 class Deadline(WireError):
     """No whole message arrived before the deadline."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Upper bounds on one message read from the other side."""
-
-    json_bytes: int = 64 << 20
-    blobs: int = 4096
-    total_bytes: int = 512 << 20
 
 
 # ------------------------------------------------------------------ framing
@@ -108,26 +105,26 @@ def _read(sock: socket.socket, size: int, deadline: float | None) -> bytes:
 
 
 def recv(sock: socket.socket, *, deadline: float | None = None,
-         limits: Limits = Limits()) -> tuple[dict, list[bytes]]:
-    """Read one message; ``deadline`` is a ``time.monotonic()`` value or ``None``."""
+         limits: FrameBudget = HOST_FRAME) -> tuple[dict, list[bytes]]:
+    """Read one message within ``limits`` (:mod:`.budgets`); ``deadline`` is a
+    ``time.monotonic()`` value or ``None``. The header's size, depth and value count are
+    checked before it is parsed (:mod:`.jsonguard`)."""
     (length,) = _LEN.unpack(_read(sock, _LEN.size, deadline))
     if length > limits.json_bytes:
-        raise WireError(f"message header of {length} bytes exceeds {limits.json_bytes}")
+        raise WireError(f"消息头有 {length} 字节，超过上限 {limits.json_bytes}")
     try:
-        header = json.loads(_read(sock, length, deadline).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as err:
-        raise WireError(f"message header is not JSON ({err})") from None
-    if not isinstance(header, dict):
-        raise WireError("message header is not a JSON object")
+        header = jsonguard.loads(_read(sock, length, deadline), limits)
+    except jsonguard.HeaderError as err:
+        raise WireError(str(err)) from None
     (count,) = _LEN.unpack(_read(sock, _LEN.size, deadline))
     if count > limits.blobs:
-        raise WireError(f"{count} attachments exceed {limits.blobs}")
+        raise WireError(f"{count} 个附件，超过上限 {limits.blobs}")
     blobs, total = [], length
     for _ in range(count):
         (size,) = _BLOB.unpack(_read(sock, _BLOB.size, deadline))
         total += size
         if total > limits.total_bytes:
-            raise WireError(f"message exceeds {limits.total_bytes} bytes")
+            raise WireError(f"消息超过 {limits.total_bytes} 字节")
         blobs.append(_read(sock, size, deadline))
     return header, blobs
 
@@ -139,16 +136,6 @@ def _npy(arr: np.ndarray) -> bytes:
     buf = io.BytesIO()
     np.save(buf, arr, allow_pickle=False)
     return buf.getvalue()
-
-
-def _load_npy(blob: bytes) -> np.ndarray:
-    try:
-        arr = np.load(io.BytesIO(blob), allow_pickle=False)
-    except Exception as err:  # numpy raises several kinds for a malformed file
-        raise WireError(f"attachment is not a valid .npy array ({type(err).__name__})") from None
-    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in _ARRAY_KINDS:
-        raise WireError(f"array of dtype {getattr(arr, 'dtype', '?')} is not accepted")
-    return arr
 
 
 # ------------------------------------------------------------------ host -> child
@@ -314,132 +301,11 @@ def _encode_array(arr: np.ndarray, blobs: list[bytes], handles: HandleTable, dep
     return {"$": "opaque", "type": f"ndarray[{arr.dtype}]"}
 
 
-class Opaque:
-    """A student's value that is not data (an object of type ``type_name``)."""
+def __getattr__(name: str) -> Any:
+    """The host's reader lives in :mod:`.hostdecode` (not imported by the child); its two
+    names stay reachable here."""
+    if name in ("Opaque", "decode_from_child"):
+        from . import hostdecode
 
-    def __init__(self, type_name: str) -> None:
-        self.type_name = type_name
-
-    def __repr__(self) -> str:
-        return f"<{self.type_name} 对象>"
-
-
-def decode_from_child(obj: Any, blobs: list[bytes], *, remote: Callable[[int, str], Any],
-                      depth: int = 0) -> Any:
-    """Strictly decode a value sent by the child; ``remote(handle, type)`` makes a proxy."""
-    if depth > MAX_DEPTH + 2:
-        raise WireError("value nested too deeply")
-    if obj is None or isinstance(obj, (bool, str, int, float)):
-        return obj
-    if isinstance(obj, list):
-        return [decode_from_child(v, blobs, remote=remote, depth=depth + 1) for v in obj]
-    if not isinstance(obj, dict) or not isinstance(obj.get("$"), str):
-        raise WireError("malformed value")
-    kind = obj["$"]
-    decode = _DECODERS.get(kind)
-    if decode is None:
-        raise WireError(f"unknown value kind {kind!r}")
-    return decode(obj, blobs, remote, depth)
-
-
-def _blob(obj: dict, blobs: list[bytes]) -> bytes:
-    index = obj.get("blob")
-    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(blobs):
-        raise WireError("value refers to a missing attachment")
-    return blobs[index]
-
-
-def _items(obj: dict, key: str = "items") -> list:
-    items = obj.get(key)
-    if not isinstance(items, list):
-        raise WireError("malformed container")
-    return items
-
-
-def _dec_ndarray(obj, blobs, remote, depth):
-    return _load_npy(_blob(obj, blobs))
-
-
-def _dec_npscalar(obj, blobs, remote, depth):
-    arr = _load_npy(_blob(obj, blobs))
-    if arr.ndim != 0:
-        raise WireError("scalar attachment is not 0-dimensional")
-    return arr[()]
-
-
-def _dec_objarray(obj, blobs, remote, depth):
-    shape = _items(obj, "shape")
-    if not all(isinstance(s, int) and s >= 0 for s in shape) or len(shape) > 32:
-        raise WireError("malformed array shape")
-    items = [decode_from_child(v, blobs, remote=remote, depth=depth + 1) for v in _items(obj)]
-    if math.prod(shape) != len(items):
-        raise WireError("array shape does not match its items")
-    out = np.empty(len(items), dtype=object)
-    out[:] = items
-    return out.reshape(shape)
-
-
-def _dec_tuple(obj, blobs, remote, depth):
-    return tuple(decode_from_child(v, blobs, remote=remote, depth=depth + 1) for v in _items(obj))
-
-
-def _dec_dict(obj, blobs, remote, depth):
-    out = {}
-    for pair in _items(obj):
-        if not isinstance(pair, list) or len(pair) != 2:
-            raise WireError("malformed dict item")
-        key = decode_from_child(pair[0], blobs, remote=remote, depth=depth + 1)
-        if not isinstance(key, (str, int, float, bool, type(None), tuple)):
-            raise WireError("dict key is not hashable data")
-        out[key] = decode_from_child(pair[1], blobs, remote=remote, depth=depth + 1)
-    return out
-
-
-def _dec_int(obj, blobs, remote, depth):
-    text = obj.get("v")
-    if not isinstance(text, str) or len(text) > _MAX_DIGITS + 1:
-        raise WireError("malformed integer")
-    try:
-        return int(text)
-    except ValueError:
-        raise WireError("malformed integer") from None
-
-
-def _dec_float(obj, blobs, remote, depth):
-    text = obj.get("v")
-    if text not in ("nan", "inf", "-inf"):
-        raise WireError("malformed float")
-    return float(text)
-
-
-def _dec_complex(obj, blobs, remote, depth):
-    re, im = obj.get("re"), obj.get("im")
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (re, im)):
-        raise WireError("malformed complex number")
-    return complex(re, im)
-
-
-def _dec_sympy(obj, blobs, remote, depth):
-    from .srepr import SreprError, from_srepr
-
-    try:
-        return from_srepr(obj.get("srepr"))
-    except SreprError as err:
-        raise WireError(f"SymPy value not accepted: {err}") from None
-
-
-def _dec_function(obj, blobs, remote, depth):
-    handle = obj.get("handle")
-    if not isinstance(handle, int) or isinstance(handle, bool) or handle < 0:
-        raise WireError("malformed function handle")
-    return remote(handle, str(obj.get("type", "function"))[:80])
-
-
-def _dec_opaque(obj, blobs, remote, depth):
-    return Opaque(str(obj.get("type", "object"))[:80])
-
-
-_DECODERS = {"ndarray": _dec_ndarray, "npscalar": _dec_npscalar, "objarray": _dec_objarray,
-             "tuple": _dec_tuple, "dict": _dec_dict, "int": _dec_int, "float": _dec_float,
-             "complex": _dec_complex, "sympy": _dec_sympy, "function": _dec_function,
-             "opaque": _dec_opaque}
+        return getattr(hostdecode, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
