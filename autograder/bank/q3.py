@@ -258,11 +258,11 @@ def checker_inputs(ctx: Context) -> tuple[np.ndarray, int]:
     return ctx.randn(n, d), n
 
 
-@check("q3.is_permutation_equivariant", "is_permutation_equivariant：判断 f 是否置换等变")
-def equivariance_checker(ctx: Context, *, is_permutation_equivariant) -> None:
+def checker_probes(ctx: Context) -> list[probes.Probe]:
     """Random probes in random order: equivariant ones (one equal to the last bit, one
-    differing by rounding only, 1-3 more), 3-5 that are not, one that is invariant
-    instead, and one non-equivariant probe under the identity."""
+    differing by rounding only, 3-5 more), 5-7 that are not, one that is invariant
+    instead, and one non-equivariant probe under the identity. A checker that guesses
+    from a probe's code is right about half the time on each, so it loses the cell."""
     X, n = checker_inputs(ctx)
 
     def perm() -> np.ndarray:
@@ -270,19 +270,31 @@ def equivariance_checker(ctx: Context, *, is_permutation_equivariant) -> None:
     drawn = [probes.draw_structural(ctx.rng, X, breaks=False, perm=perm(), rounding=r)
              for r in (True, False)]
     drawn += [probes.draw_structural(ctx.rng, X, breaks=False, perm=perm())
-              for _ in range(int(ctx.rng.integers(1, 4)))]
-    drawn += [probes.draw_structural(ctx.rng, X, breaks=True, perm=perm())
               for _ in range(int(ctx.rng.integers(3, 6)))]
+    drawn += [probes.draw_structural(ctx.rng, X, breaks=True, perm=perm())
+              for _ in range(int(ctx.rng.integers(5, 8)))]
     drawn.append(probes.draw_invariant(ctx.rng, X, perm()))
     drawn.append(probes.with_identity(probes.draw_structural(ctx.rng, X, breaks=True, perm=perm())))
-    _grade_probes(ctx, is_permutation_equivariant, [drawn[int(i)] for i in ctx.rng.permutation(len(drawn))])
+    return [drawn[int(i)] for i in ctx.rng.permutation(len(drawn))]
+
+
+def tolerance_probes(ctx: Context) -> list[probes.Probe]:
+    """The four tolerance cases of :func:`.q3_probes.draw_tolerance`, two or three of
+    each, in random order: guessing every answer right has odds of at most 1 in 256."""
+    X, _ = checker_inputs(ctx)
+    drawn = [probes.draw_tolerance(ctx.rng, X, case) for case in probes.TOLERANCE_CASES
+             for _ in range(int(ctx.rng.integers(2, 4)))]
+    return [drawn[int(i)] for i in ctx.rng.permutation(len(drawn))]
+
+
+@check("q3.is_permutation_equivariant", "is_permutation_equivariant：判断 f 是否置换等变")
+def equivariance_checker(ctx: Context, *, is_permutation_equivariant) -> None:
+    _grade_probes(ctx, is_permutation_equivariant, checker_probes(ctx))
 
 
 @check("q3.equivariance_tolerance", "is_permutation_equivariant：只用绝对容差 atol")
 def equivariance_tolerance(ctx: Context, *, is_permutation_equivariant) -> None:
-    X, _ = checker_inputs(ctx)
-    drawn = [probes.draw_tolerance(ctx.rng, X, case) for case in probes.TOLERANCE_CASES]
-    _grade_probes(ctx, is_permutation_equivariant, [drawn[int(i)] for i in ctx.rng.permutation(len(drawn))])
+    _grade_probes(ctx, is_permutation_equivariant, tolerance_probes(ctx))
 
 
 from . import q3_ext  # noqa: E402,F401  (registers the extensions' checks)

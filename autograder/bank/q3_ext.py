@@ -132,7 +132,7 @@ def dog_bites_man(ctx: Context, *, same_without_positions, same_with_positions) 
              f"\n可能的原因：{BY_POSITION.describe()}")
     if as_bool(same_with_positions, "same_with_positions"):
         fail("same_with_positions 是 True。加了位置编码之后，请再按词对齐比较一次两句话的输出"
-             "（pe_out_dbm 与 pe_out_mbd）。")
+             f"（pe_out_dbm 与 pe_out_mbd）。\n可能的原因：{PE_MISSING.describe()}")
 
 
 # ------------------------------------------------------------------ masks

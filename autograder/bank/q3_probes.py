@@ -40,6 +40,7 @@ DEFAULT_ATOL = 1e-8
 _FIRST = "abcdefghijklmnopqrstuvwxyz"
 _REST = _FIRST + "0123456789_"
 _RESERVED = {"np", "math"} | set(dir(builtins))
+_LETTERS = bytes.maketrans(bytes(range(len(_REST))), _REST.encode())
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class Probe:
     gaps: Gaps
     atol: float | None = None  # None: the checker's default (1e-8)
     kind: str = "structure"
+    _readings: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def tolerance(self) -> float:
@@ -109,12 +111,16 @@ class _Source:
     data: dict = field(default_factory=dict)
     labels: list[str] = field(default_factory=list)
     taken: set[str] = field(default_factory=set)
+    letters: str = ""
 
     def name(self) -> str:
         while True:
-            size = int(self.rng.integers(1, 6))
-            text = str(self.rng.choice(list(_FIRST))) + "".join(
-                str(c) for c in self.rng.choice(list(_REST), size=size))
+            if len(self.letters) < 8:  # one draw from the generator per 256 letters
+                codes = self.rng.integers(0, len(_REST), 256, dtype=np.uint8)
+                self.letters = codes.tobytes().translate(_LETTERS).decode()
+            size = 2 + _REST.index(self.letters[0]) % 5
+            text = _FIRST[_REST.index(self.letters[1]) % len(_FIRST)] + self.letters[2:size]
+            self.letters = self.letters[size:]
             if text not in self.taken and text not in _RESERVED and not keyword.iskeyword(text):
                 self.taken.add(text)
                 return text
@@ -194,8 +200,8 @@ def _pool(s: _Source, x: str, w: int, rows: int, breaks: bool) -> tuple[str, int
 def _table(s: _Source, x: str, w: int, rows: int, breaks: bool) -> tuple[str, int]:
     """Add (or multiply by) row ``i`` of a table: positions matter unless its rows agree."""
     shape = (rows, w) if s.rng.integers(2) else (rows, 1)
-    first = s.rng.uniform(0.2, 1.0, (1, shape[1]))
-    table = s.rng.uniform(0.2, 1.0, shape) if breaks else np.repeat(first, rows, axis=0)
+    distinct = s.rng.uniform(0.2, 1.0, shape)  # drawn either way: the rest of the probe
+    table = distinct if breaks else np.repeat(distinct[:1], rows, axis=0)  # stays the same
     T = s.const(table)
     if s.rng.integers(2):
         s.labels.append("每一行加上表中同一位置的一行")
@@ -206,7 +212,7 @@ def _table(s: _Source, x: str, w: int, rows: int, breaks: bool) -> tuple[str, in
 
 def _sinusoid(s: _Source, x: str, w: int, rows: int, breaks: bool) -> tuple[str, int]:
     """A sinusoidal position signal; zero frequencies make it the same at every position."""
-    freq = s.rng.uniform(0.3, 1.5, w) if breaks else np.zeros(w)
+    freq = s.rng.uniform(0.3, 1.5, w) * breaks  # drawn either way, zero unless it breaks
     f, phase = s.const(freq), s.const(s.rng.uniform(0, np.pi, w))
     amp = s.const(float(s.rng.uniform(0.5, 1.0)))
     p = s.assign(f"np.arange(len({x}))[:, None] * {f} + {phase}")
@@ -219,13 +225,12 @@ def _attention(s: _Source, x: str, w: int, rows: int, breaks: bool) -> tuple[str
     out = int(s.rng.integers(2, 5))
     Wq, Wk, Wv = (s.const(s.rng.standard_normal((w, d)) / np.sqrt(w))
                   for d in (out, out, out))
+    full, margin = bool(s.rng.integers(2)), float(s.rng.uniform(0.3, 1.5))  # drawn either way
     if breaks:
         table, margin, label = np.tril(np.ones((rows, rows), dtype=bool)), -1.0, "因果掩码的自注意力"
     else:
-        table = np.zeros((rows, rows), dtype=bool) if s.rng.integers(2) else \
-            np.ones((rows, rows), dtype=bool)
-        margin = float(s.rng.uniform(0.3, 1.5))
-        label = "自注意力（按内容取舍）" if not table.any() else "自注意力"
+        table = np.full((rows, rows), full)
+        label = "自注意力" if full else "自注意力（按内容取舍）"
     M, t = s.const(table), s.const(margin)
     q, k, v = s.assign(f"{x} @ {Wq}"), s.assign(f"{x} @ {Wk}"), s.assign(f"{x} @ {Wv}")
     n = s.assign(f"len({x})")
@@ -323,17 +328,20 @@ def with_identity(probe: Probe) -> Probe:
 def readings(probe: Probe) -> dict[str, bool]:
     """What a checker answers on ``probe`` if it compares correctly (``correct``) or in one
     of the known wrong ways (keys of :data:`autograder.bank.q3.READINGS`)."""
+    if probe._readings:
+        return probe._readings
     with np.errstate(all="ignore"):
         lhs, out = np.asarray(probe.fn(probe.X[probe.perm])), np.asarray(probe.fn(probe.X))
     tol = probe.tolerance
 
     def close(rhs: np.ndarray, **kwargs: float) -> bool:
         return bool(np.allclose(lhs, rhs, **({"rtol": 0.0, "atol": tol} | kwargs)))
-    return {"correct": close(out[probe.perm]), "invariant": close(out),
+    probe._readings.update({"correct": close(out[probe.perm]), "invariant": close(out),
             "inverse": close(out[np.argsort(probe.perm)]),
             "rtol_kept": close(out[probe.perm], rtol=1e-5),
             "atol_ignored": close(out[probe.perm], atol=DEFAULT_ATOL),
-            "exact": bool(np.array_equal(lhs, out[probe.perm]))}
+            "exact": bool(np.array_equal(lhs, out[probe.perm]))})
+    return probe._readings
 
 
 # ------------------------------------------------------------------ tolerance probes

@@ -24,6 +24,7 @@ from ..bank.q3_ext import (
     FULL_ROW_NAN,
     MASK_AFTER_SOFTMAX,
     PE_EXPONENT,
+    PE_MISSING,
     PE_SWAPPED,
 )
 from ..bank.q3_hand import EXP_OF_ZERO, KEYS_NOT_SWAPPED, PROPORTIONAL, SELF_EXCLUDED, V_NOT_SWAPPED
@@ -187,6 +188,10 @@ MISTAKES = [
     _mistake("pe_exponent_i_over_d", "位置编码的指数 2i/d 写成 i/d",
              (Edit("pe_impl", "np.power(10000.0, 2 * i / d)", "np.power(10000.0, i / d)"),),
              {"test_positional_encoding"}, PE_EXPONENT),
+    _mistake("pe_not_added", "self_attention_with_positions 忘了加位置编码",
+             (Edit("with_positions_impl", "self_attention(X + sinusoidal_positional_encoding(n, d_model), W_q, W_k, W_v)",
+                   "self_attention(X, W_q, W_k, W_v)"),),
+             {"test_attention_with_positions", "test_dog_bites_man"}, PE_MISSING),
     _mistake("compare_by_position", "狗咬人 / 人咬狗 按行号而不是按词比较输出",
              (Edit("dog_impl", "np.allclose(out_mbd[word_order], out_dbm)", "np.allclose(out_mbd, out_dbm)"),),
              {"test_dog_bites_man"}, BY_POSITION),
