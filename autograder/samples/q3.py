@@ -172,9 +172,6 @@ MISTAKES = [
              (Edit("checker_impl", "rtol=0, atol=atol", "atol=atol"),), _TOLERANCE, RTOL_KEPT),
     _mistake("atol_ignored", "容差写死成 1e-8，没有用参数 atol",
              (Edit("checker_impl", "rtol=0, atol=atol", "rtol=0, atol=1e-8"),), _TOLERANCE, ATOL_IGNORED),
-    _mistake("exact_equality", "用 np.array_equal 判断，没有容差",
-             (Edit("checker_impl", "np.allclose(lhs, rhs, rtol=0, atol=atol)", "np.array_equal(lhs, rhs)"),),
-             _CHECKER | _TOLERANCE, EXACT_EQUALITY),
     _mistake("multiset_as_set", "“人咬人”里只算了一个“人”的权重（当成集合）",
              (Edit("multiset_impl", "float(rbr_weights[1, 0] + rbr_weights[1, 2])", "float(rbr_weights[1, 0])"),),
              {"test_multiset"}, MULTISET),
@@ -213,4 +210,9 @@ MISTAKES = [
     _mistake("inverse_permutation", "P 建成了逆置换：P @ X 等于 X[argsort(perm)]",
              (Edit("perm_impl", "    return np.eye(len(perm))[perm]", "    return np.eye(len(perm))[:, perm]"),),
              {"test_permutation_matrix"}, INVERSE_P),
+    # last: tests/test_samples.py grades the last mistake in the real sandbox, where the
+    # rounding probe must round as it did in the host
+    _mistake("exact_equality", "用 np.array_equal 判断，没有容差",
+             (Edit("checker_impl", "np.allclose(lhs, rhs, rtol=0, atol=atol)", "np.array_equal(lhs, rhs)"),),
+             _CHECKER | _TOLERANCE, EXACT_EQUALITY),
 ]
