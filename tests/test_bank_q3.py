@@ -205,6 +205,8 @@ def sweep(monkeypatch):
     """Checks called directly, each seed's probes drawn once for every mistake (the draw
     depends on the seed alone)."""
     monkeypatch.setattr(bank, "evaluate", EVALUATE)
+    monkeypatch.setattr(seeds, "solution_namespace", lambda assignment, variant=None: _ns(variant))
+    monkeypatch.setattr(seeds, "hidden_calls", lambda assignment: CALLS)
     for name in ("checker_probes", "tolerance_probes"):
         real = getattr(q3, name)
 
@@ -233,12 +235,11 @@ def _attention_variant(kind: str):
         s = Q @ K.T / (K.shape[1] if kind == "divide_dk" else np.sqrt(d))
         w = ref.softmax(s, axis=0 if kind == "axis0" else -1)
         w = w.T if kind == "transposed" else w
-        return (w, w @ V) if kind == "swapped_pair" else ((w @ K if kind == "k_as_v" else w @ V), w)
+        return w @ V, w
     return wrong
 
 
-@pytest.mark.parametrize("kind", ["divide_dk", "sqrt_dmodel", "sqrt_dv", "axis0", "transposed",
-                                  "k_as_v", "swapped_pair"])
+@pytest.mark.parametrize("kind", ["divide_dk", "sqrt_dmodel", "sqrt_dv", "axis0", "transposed"])
 def test_scores_are_not_saturated_so_every_scaling_and_axis_is_seen(kind, sweep):
     """q1's blind spot: standard-normal inputs make the softmax one-hot, where √d_model
     and √d_k give the same weights. Here every sibling loses the cell on 200 seeds."""
@@ -343,7 +344,7 @@ def test_a_checker_that_recognises_probes_wins_on_fixed_ones_and_loses_on_drawn_
 
 def test_the_hostile_sample_is_no_better_than_the_honest_wrong_answer(sweep):
     honest = _ns(next(v for v in samples.MISTAKES if v.name == "invariance_not_equivariance"))
-    for seed in range(30):
+    for seed in range(10):
         for check in ("q3.is_permutation_equivariant", "q3.equivariance_tolerance"):
             assert not EVALUATE(check, {"is_permutation_equivariant": _hostile()}, seed=seed).passed
             assert not EVALUATE(check, {"is_permutation_equivariant": honest.is_permutation_equivariant},
@@ -355,7 +356,7 @@ def _identifiers(source: str) -> set[str]:
     return {t.string for t in tokens if t.type == tokenize.NAME}
 
 
-def test_probes_differ_for_every_student_and_name_nothing_fixed():
+def test_probes_differ_for_every_student_and_name_nothing_fixed(sweep):
     groups = [{p.fn for p in q3.checker_probes(Context("q3.is_permutation_equivariant", seed=s))}
               for s in range(20)]
     flat = [fn.source for group in groups for fn in group]
@@ -387,7 +388,7 @@ def test_a_step_that_may_break_equivariance_writes_the_same_code_either_way(step
 
 
 def test_expected_answers_are_measured_on_what_is_sent(sweep):
-    for seed in range(40):
+    for seed in range(20):
         ctx = Context("q3.is_permutation_equivariant", seed=seed)
         for p in [*q3.checker_probes(ctx), *q3.tolerance_probes(ctx)]:
             f = TestFunction(p.fn.source, "", p.fn.name, dict(p.fn.data))
@@ -578,9 +579,8 @@ def test_checks_write_nothing_to_stderr(variant, capfd):
     assert capfd.readouterr().err == ""
 
 
-@pytest.mark.parametrize("variant", [v for v in samples.MISTAKES if v.loses & {
-    "test_equivariance_checker", "test_equivariance_tolerance", "test_self_attention_stable"}],
-    ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", [v for v in samples.MISTAKES if v.name in {
+    "global_max", "invariance_not_equivariance", "exact_equality"}], ids=lambda v: v.name)
 def test_same_seed_same_verdict(variant):
     for cell in sorted(variant.loses):
         assert _verdict(cell, variant, seed=12345) == _verdict(cell, variant, seed=12345)
