@@ -127,14 +127,17 @@ def large_scores(ctx: Context):
     """Inputs whose scaled scores reach 1000-4000 (e^710 overflows) and where some row's
     largest score is at least 800 below the table's: subtracting the table's maximum
     instead of each row's then underflows that whole row to 0/0."""
-    while True:
+    for _ in range(probes.DRAWS):
         X, W_q, W_k, W_v = attention_inputs(ctx, low=3)
         X = X * np.exp(ctx.rng.uniform(np.log(0.05), 0.0, size=(X.shape[0], 1)))
         scores = (X @ W_q) @ (X @ W_k).T / np.sqrt(W_k.shape[1])
+        if scores.max() <= 0:
+            continue
         X = X * np.sqrt(float(ctx.rng.uniform(1500, 4000)) / np.max(scores))
         scores = (X @ W_q) @ (X @ W_k).T / np.sqrt(W_k.shape[1])
         if scores.max() >= 1000 and scores.max(axis=1).min() <= scores.max() - 800:
             return X, W_q, W_k, W_v
+    raise RuntimeError(f"no large-score inputs in {probes.DRAWS} draws")
 
 
 def _overflow(arr: np.ndarray, scores: np.ndarray) -> mc.Misconception:

@@ -36,6 +36,8 @@ CLEAR_GAP = 1e-2
 #: A clear "yes": roundoff only, far below the default ``atol=1e-8``.
 ROUNDOFF = 1e-10
 DEFAULT_ATOL = 1e-8
+#: Draws before a generator gives up: far more than it ever needs (a grader error, not a hang).
+DRAWS = 500
 
 _FIRST = "abcdefghijklmnopqrstuvwxyz"
 _REST = _FIRST + "0123456789_"
@@ -85,6 +87,8 @@ def gaps(f: Callable, X: np.ndarray, perm: np.ndarray) -> Gaps:
 def random_perm(rng: np.random.Generator, n: int, *, involution: bool | None = None) -> np.ndarray:
     """A random non-identity permutation of ``n``; ``involution`` True: a single swap,
     False: one that is not its own inverse, None: either."""
+    if n < 2 or (involution is False and n < 3):
+        raise ValueError(f"no such permutation of {n}")
     if involution:
         i, j = (int(v) for v in rng.choice(n, size=2, replace=False))
         perm = np.arange(n)
@@ -285,7 +289,7 @@ def draw_structural(rng: np.random.Generator, X: np.ndarray, *, breaks: bool,
     only, as the lecture's attention does (exact equality fails it); False: two sides
     equal to the last bit; None: either."""
     rows = X.shape[0] + int(rng.integers(0, 4))
-    while True:
+    for _ in range(DRAWS):
         fn = _assemble(rng, X.shape[1], rows, breaks, _bounded, _attention if rounding else None)
         g = gaps(fn, X, perm)
         if not np.isfinite([g.equivariant, g.invariant, g.inverse]).all():
@@ -298,6 +302,7 @@ def draw_structural(rng: np.random.Generator, X: np.ndarray, *, breaks: bool,
             continue
         if g.equivariant <= ROUNDOFF and min(g.invariant, g.inverse) >= CLEAR_GAP:
             return Probe(fn, X, perm, True, g)
+    raise RuntimeError(f"no clear structural probe in {DRAWS} draws")
 
 
 def _sorted_rows(s: _Source, cur: str, w: int) -> str:
@@ -312,11 +317,12 @@ def draw_invariant(rng: np.random.Generator, X: np.ndarray, perm: np.ndarray) ->
     """A probe that is permutation *invariant* but not equivariant: the answer is False,
     and a checker that compares with f(X) says True."""
     rows = X.shape[0] + int(rng.integers(0, 4))
-    while True:
+    for _ in range(DRAWS):
         fn = _assemble(rng, X.shape[1], rows, False, _sorted_rows)
         g = gaps(fn, X, perm)
         if np.isfinite(g.equivariant) and g.equivariant >= CLEAR_GAP and g.invariant <= ROUNDOFF:
             return Probe(fn, X, perm, False, g, kind="invariant")
+    raise RuntimeError(f"no clear invariant probe in {DRAWS} draws")
 
 
 def with_identity(probe: Probe) -> Probe:
@@ -382,7 +388,7 @@ def draw_tolerance(rng: np.random.Generator, X: np.ndarray, case: str) -> Probe:
     cases grade the tolerance alone. In ``rtol_trap`` every row is first pooled, so that a
     checker comparing with f(X) answers differently from every other misreading."""
     n = X.shape[0]
-    while True:
+    for _ in range(DRAWS):
         perm = random_perm(rng, n, involution=True)
         if case == "below_atol":
             magnitude, size = float(rng.uniform(0.5, 2.0)), float(10 ** rng.uniform(-11, -10))
@@ -402,3 +408,4 @@ def draw_tolerance(rng: np.random.Generator, X: np.ndarray, case: str) -> Probe:
         if case == "atol_large":
             return Probe(fn, X, perm, True, g, g.equivariant * float(rng.uniform(3, 30)), case)
         return Probe(fn, X, perm, False, g, g.equivariant * float(rng.uniform(0.1, 0.5)), case)
+    raise RuntimeError(f"no clear {case} probe in {DRAWS} draws")
