@@ -1,22 +1,26 @@
 """Numbers in q3_permutation's prose: given as they are, or computed here.
 
-The hand example's own numbers (0.670, 0.330, 1.340, 0.660) come from the lecture and
-are allowed by tests/test_prose.py; the causal-mask outputs the prose quotes with them
-are asserted in tests/test_bank_q3.py (test_causal_example_in_the_notebook_breaks_equivariance).
+The hand example's own numbers (0.670, 0.330, 1.340, 0.660, 0.707, 2.028, 3.028) come
+from the lecture and are allowed by tests/test_prose.py; the causal-mask outputs the prose
+quotes after its cell are asserted in tests/test_bank_q3.py
+(test_the_causal_numbers_the_notebook_prints_after_its_cell).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
+import nbformat
 import numpy as np
+from lecture import ROOT
 
 from autograder import reference as ref
 from autograder.bank import q3
 
 GIVEN: set[str] = {
-    "0.1",    # the large atol of the checker's noisy-tanh case
-    "11",     # section number
+    "40",     # the core's estimated minutes (an estimate, stated in the intro's metadata too)
+    "15",     # an extension's estimated minutes
     "10000",  # lecture 8's base of the sinusoidal encoding
 }
 
@@ -27,6 +31,27 @@ def _bites_weight_on_man() -> str:
     return f"{weights[1, 0] + weights[1, 2]:.3f}"
 
 
+def _core_lines() -> str:
+    """“约 25 行”: the code lines of the core's solution regions, rounded to 5 (25 is also
+    two extensions' estimated minutes)."""
+    nb = nbformat.read(ROOT / "source" / "q3_permutation" / "q3_permutation.ipynb", as_version=4)
+    lines = [ln.split("#")[0].strip()
+             for cell in nb.cells
+             if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution")
+             and cell.metadata.get("autograder", {}).get("part", "core") == "core"
+             for region in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S)
+             for ln in region.splitlines()]
+    return str(5 * round(sum(1 for ln in lines if ln) / 5))
+
+
+def _first_overflow() -> str:
+    """e^710 is the first whole power that float64 cannot hold."""
+    with np.errstate(over="ignore"):
+        return str(next(n for n in range(700, 720) if np.isinf(np.exp(float(n)))))
+
+
 FIGURES: dict[str, Callable[[], str]] = {
     "0.497": _bites_weight_on_man,
+    "25": _core_lines,
+    "710": _first_overflow,
 }
