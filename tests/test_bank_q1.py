@@ -100,7 +100,7 @@ def test_hard_coded_hand_example_earns_nothing_for_the_functions():
 
 @pytest.mark.parametrize("value, message", [
     (3.0, "把 W_v 的新系数当成了倍数"), (2 / 3, "方向反了"), (1.0, "加权求和"), ("1.5", "字符串"),
-    (None, "None"), (float("nan"), "不对"),
+    (None, "None"), (float("nan"), "有限的数"),
 ])
 def test_wrong_scale_factor_is_explained_without_the_right_value(value, message):
     with pytest.raises(CheckFailed, match=message) as err:

@@ -176,9 +176,10 @@ def test_the_bundle_follows_gradescopes_layout(bundle):
 def test_every_results_json_follows_the_specification(runs, name):
     data, _graded, logs = runs
     validate(data[name])
-    graded_cells = [s for s in load(A).graded]
+    cells = [*load(A).graded, *load(A).practice]  # practice 拓展 are tests worth 0
     assert [t["name"].split("：")[0] for t in data[name]["tests"]] == \
-        [s.grade_id for s in graded_cells], logs[name]
+        [s.grade_id for s in cells], logs[name]
+    assert all(t["max_score"] == 0 for t in data[name]["tests"] if "practice" in t["tags"])
 
 
 def test_scores_equal_autograder_grade(runs):

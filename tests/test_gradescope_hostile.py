@@ -42,7 +42,7 @@ from autograder.engine.settings import STUDENT_SLOTS, STUDENT_UID, GradeSettings
 from autograder.engine.studentuser import WORLD_WRITABLE
 from autograder.gradescope import FALLBACK, make_bundle
 from autograder.gradescope_run import REFUSED
-from autograder.samples import mistakes
+from autograder.samples import expected_losses, mistakes
 
 pytestmark = pytest.mark.e2e
 
@@ -161,7 +161,8 @@ def runs(machine):
 
 def _honest_score() -> float:
     manifest = load(A)
-    lost = sum(s.points for s in manifest.graded if s.grade_id in HONEST_MISTAKE.loses)
+    scored, _practice = expected_losses(HONEST_MISTAKE, manifest)
+    lost = sum(s.points for s in manifest.graded if s.grade_id in scored)
     return manifest.auto_max - lost
 
 
@@ -183,9 +184,10 @@ def test_the_hidden_tests_scored_as_for_the_honest_wrong_answer(runs):
     less (so grading as a separate user is faithful, and no trick gained a point)."""
     data, log = runs["data"]["quiet"], runs["logs"]["quiet"]
     assert data["score"] == _honest_score() < load(A).auto_max, log
-    manual = {s.grade_id for s in load(A).graded if s.is_manual}
-    lost = {name for name, score in _scores(data).items() if score == 0} - manual
-    assert lost == set(HONEST_MISTAKE.loses), log
+    scored, _practice = expected_losses(HONEST_MISTAKE, load(A))
+    auto = {s.grade_id for s in load(A).graded if not s.is_manual}
+    lost = {name for name, score in _scores(data).items() if score == 0} & auto
+    assert lost == set(scored), log
 
 
 def test_the_issue_s_attack_keeps_the_honest_score_not_the_forged_one(runs):

@@ -1,7 +1,8 @@
 """Every registered check, fed every hostile value of ``tests/hostile_decoding.py`` in
 place of each of its values (and, for a function, a function returning each, or its own
 results spoiled in one place): the outcome is the student's failure, never a grader error
-and never a pass. And a census of what the honest solutions send, against the budgets.
+and never a pass (a hostile *context* keyword, an earlier answer the check judges this one
+against, may leave a right answer passing, never erring). And a census of what the honest solutions send, against the budgets.
 
 The registry is iterated (``bank.checks_for`` for every assignment, keywords read from
 each check's signature), so checks added later are covered without editing this file.
@@ -37,18 +38,6 @@ def _known(status: str, check: str, keyword: str, tricks: list[str]) -> dict:
 #: (these are the checks' own code, reported to the lead). Strict: once a check is fixed
 #: its entry must go, and a new offender fails the test.
 KNOWN: dict[tuple[str, str, str], str] = {
-    # the student's softmax result goes into `@` before its shape is checked
-    **_known("error", "q2.score_gradient", "softmax",
-             ["nan", "inf", "plain_float", "sympy_nan", "sympy_minus_oo", "nan_pow_c",
-              "nan_matrix", "nan_array", "empty_array", "deep_list"]),
-    # a returned tuple is indexed before it is checked
-    **_known("error", "q3.attention_with_positions", "self_attention_with_positions",
-             ["nan_tuple"]),
-    # a matrix entry converted with float() (a complex entry raises)
-    **_known("error", "q3.symbolic_self_attention", "symbolic_self_attention",
-             ["its result spoiled imaginary"]),
-    # the student's results compared with the student's own (np.allclose: inf == inf)
-    **_known("passed", "q1.value_scaling", "self_attention", ["its result spoiled inf"]),
     # property checks a constant function satisfies; input_shapes compares with
     # equal_nan=True, qk_invariance with np.allclose (inf == inf)
     **_known("passed", "q4.weights_extreme", "single_token_attention",
@@ -131,7 +120,10 @@ def test_every_check_fails_every_hostile_value(name):
             outcome = bank.evaluate(name, {**values, keyword: hostile})
             if getattr(hostile, "spoiled", True) is False:
                 continue  # no result of that function could be spoiled so
-            if outcome.status != KNOWN.get((name, keyword, label), "failed"):
+            expected = KNOWN.get((name, keyword, label), "failed")
+            if keyword in check.context and outcome.status == "passed":
+                continue  # an earlier answer it is judged against: a right answer may pass
+            if outcome.status != expected:
                 last = outcome.detail.strip().splitlines()[-1:] or [outcome.message]
                 wrong.append(f"{name} {keyword}={label}: {outcome.status}: {last[0][:200]}")
     assert not wrong, "\n".join(wrong)

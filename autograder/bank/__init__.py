@@ -46,12 +46,19 @@ DEFAULT_SECONDS = 30.0
 
 @dataclass(frozen=True)
 class Check:
-    """A registered check: ``name`` is ``"<qN>.<behaviour>"``, ``title`` is Chinese."""
+    """A registered check: ``name`` is ``"<qN>.<behaviour>"``, ``title`` is Chinese.
+
+    ``context`` names the keywords that are not this cell's answer but earlier answers it
+    is judged against (a hand step marked "error carried forward", a student function
+    whose own result an answer may match): a wrong or hostile context value may leave a
+    right answer passing, never a grader error.
+    """
 
     name: str
     title: str
     func: Callable[..., None]
     seconds: float = DEFAULT_SECONDS
+    context: frozenset[str] = frozenset()
 
     @property
     def assignment(self) -> str:
@@ -61,13 +68,15 @@ class Check:
 _REGISTRY: dict[str, Check] = {}
 
 
-def check(name: str, title: str, *, seconds: float = DEFAULT_SECONDS) -> Callable:
-    """Register ``func(ctx, **values)`` as the check ``name``."""
+def check(name: str, title: str, *, seconds: float = DEFAULT_SECONDS,
+          context: tuple[str, ...] = ()) -> Callable:
+    """Register ``func(ctx, **values)`` as the check ``name`` (``context``: see
+    :class:`Check`)."""
 
     def register(func: Callable[..., None]) -> Callable[..., None]:
         if name in _REGISTRY and _REGISTRY[name].func.__qualname__ != func.__qualname__:
             raise ValueError(f"check {name!r} registered twice")
-        _REGISTRY[name] = Check(name, title, func, seconds)
+        _REGISTRY[name] = Check(name, title, func, seconds, frozenset(context))
         return func
 
     return register

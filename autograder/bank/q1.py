@@ -155,6 +155,11 @@ def value_scaling(ctx: Context, *, self_attention) -> None:
         out_c, w_c = _unpack_pair(ctx.call(self_attention, X, W_q, W_k, c * W_v, what=what_c), what_c)
         w1 = as_array(w1, f"{what} 的 weights")
         w_c = as_array(w_c, f"{what_c} 的 weights")
+        for got, label in ((w1, f"{what} 的 weights"), (w_c, f"{what_c} 的 weights"),
+                           (as_array(out1, f"{what} 的 output"), f"{what} 的 output"),
+                           (as_array(out_c, f"{what_c} 的 output"), f"{what_c} 的 output")):
+            if not np.isfinite(got).all():  # inf matches inf: the property would prove nothing
+                fail(f"{label} 含有 NaN 或无穷大，而输入都是不大的有限数。")
         if w1.shape != w_c.shape or not np.allclose(w1, w_c, rtol=1e-6, atol=1e-9):
             fail(f"把 W_v 换成 {c:.3g}·W_v 后，返回的 weights 变了。\n可能的原因："
                  f"{mc.CATALOG['weights_depend_on_v'].describe()}")

@@ -91,7 +91,7 @@ def _grade(got: object, what: str, name: str, pick: Callable[[np.ndarray, np.nda
          f"在这句上算出的结果（容差 {TOL:g}）。{cause}")
 
 
-@check("q1.apple_weights", "“苹果”在两句里对各词的权重")
+@check("q1.apple_weights", "“苹果”在两句里对各词的权重", context=("self_attention",))
 def apple_weights(ctx: Context, *, self_attention, apple_weights_A, apple_weights_B) -> None:
     for name, got in (("A", apple_weights_A), ("B", apple_weights_B)):
         own = _own(ctx, self_attention, name)
@@ -106,7 +106,7 @@ def apple_weights(ctx: Context, *, self_attention, apple_weights_A, apple_weight
         _grade(got, f"apple_weights_{name}", name, lambda out, w, row=row: w[row], own, transposed)
 
 
-@check("q1.apple_outputs", "“苹果”在两句里的输出")
+@check("q1.apple_outputs", "“苹果”在两句里的输出", context=("self_attention",))
 def apple_outputs(ctx: Context, *, self_attention, apple_A, apple_B) -> None:
     values = {"A": apple_A, "B": apple_B}
     for name, other in (("A", "B"), ("B", "A")):

@@ -107,7 +107,7 @@ def hand_scores(ctx: Context, *, scores_1) -> None:
                      ("这是缩放之后的分数：第 1 步要的是缩放之前的点积。", EXACT_SCALED)])
 
 
-@check("q1.hand_scaled", "手算第 2 步：缩放 scaled_1")
+@check("q1.hand_scaled", "手算第 2 步：缩放 scaled_1", context=("scores_1",))
 def hand_scaled(ctx: Context, *, scores_1, scaled_1) -> None:
     prev = _earlier(scores_1, (2,))
     base = EXACT_SCORES if prev is None else prev
@@ -117,7 +117,7 @@ def hand_scaled(ctx: Context, *, scores_1, scaled_1) -> None:
                      (mc.CATALOG["divide_by_dk"].describe(), base / 2)])
 
 
-@check("q1.hand_exp", "手算第 3 步：取指数 exps_1")
+@check("q1.hand_exp", "手算第 3 步：取指数 exps_1", context=("scores_1", "scaled_1"))
 def hand_exp(ctx: Context, *, scores_1, scaled_1, exps_1) -> None:
     arr = _value(exps_1, "exps_1", (2,))
     if (arr <= 0).any():
@@ -128,7 +128,7 @@ def hand_exp(ctx: Context, *, scores_1, scaled_1, exps_1) -> None:
           diagnoses=[(EXP_OF_UNSCALED.describe(), np.exp(EXACT_SCORES if scores is None else scores))])
 
 
-@check("q1.hand_sum", "手算第 4 步：求和 total_1")
+@check("q1.hand_sum", "手算第 4 步：求和 total_1", context=("exps_1",))
 def hand_sum(ctx: Context, *, exps_1, total_1) -> None:
     prev = _earlier(exps_1, (2,))
     base = EXACT_EXPS if prev is None else prev
@@ -138,7 +138,7 @@ def hand_sum(ctx: Context, *, exps_1, total_1) -> None:
           diagnoses=[(one_term, np.array(base[0])), (one_term, np.array(base[1]))])
 
 
-@check("q1.hand_weights", "手算第 5 步：权重 weights_1")
+@check("q1.hand_weights", "手算第 5 步：权重 weights_1", context=("exps_1", "total_1"))
 def hand_weights(ctx: Context, *, exps_1, total_1, weights_1) -> None:
     arr = _value(weights_1, "weights_1", (2,))
     exps, total = _earlier(exps_1, (2,)), _earlier(total_1, ())
@@ -157,7 +157,7 @@ def hand_weights(ctx: Context, *, exps_1, total_1, weights_1) -> None:
           diagnoses=diagnoses)
 
 
-@check("q1.hand_output", "手算第 6 步：输出 output_1")
+@check("q1.hand_output", "手算第 6 步：输出 output_1", context=("weights_1",))
 def hand_output(ctx: Context, *, weights_1, output_1) -> None:
     prev = _earlier(weights_1, (2,))
     base = EXACT_WEIGHTS if prev is None else prev

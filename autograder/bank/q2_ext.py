@@ -250,6 +250,15 @@ def _score_grad_diag(z: np.ndarray, u: np.ndarray):
     return diagnose
 
 
+def _softmax_of(ctx: Context, softmax, z: np.ndarray) -> np.ndarray:
+    """The student's softmax of ``z``: finite numbers, one per score, or the cell fails."""
+    got = as_array(ctx.call(softmax, z, what="softmax(z)"), "softmax(z)")
+    if got.shape != z.shape or not np.isfinite(got).all():
+        fail(f"softmax(z)（长度 {z.size}）应返回 {z.size} 个有限的权重，得到形状 {got.shape}"
+             f"{'' if np.isfinite(got).all() else '、含 NaN 或无穷大'}的结果。")
+    return got
+
+
 @check("q2.score_gradient", "score_gradient：损失 L = u·softmax(z) 对打分 z 的梯度")
 def score_gradient(ctx: Context, *, score_gradient, softmax) -> None:
     n1, n2 = ctx.dims(2, 8, 2)
@@ -272,8 +281,7 @@ def score_gradient(ctx: Context, *, score_gradient, softmax) -> None:
     for j in range(z.size):
         step = np.zeros_like(z)
         step[j] = h
-        plus = as_array(ctx.call(softmax, z + step, what="softmax(z)"), "softmax(z)")
-        minus = as_array(ctx.call(softmax, z - step, what="softmax(z)"), "softmax(z)")
+        plus, minus = (_softmax_of(ctx, softmax, z + sign * step) for sign in (1, -1))
         numeric.append(float((plus - minus) @ u) / (2 * h))
     what = "score_gradient(z, u) 与对 u·softmax(z) 做中心差分的结果"
     assert_close(ctx.call(score_gradient, z, u, what="score_gradient(z, u)"), np.array(numeric), what,

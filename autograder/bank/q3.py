@@ -178,7 +178,7 @@ def self_attention_stable(ctx: Context, *, self_attention) -> None:
 # ------------------------------------------------------------------ confirming the swap
 
 
-@check("q3.hand_swap", "用代码确认：交换后的两个输出")
+@check("q3.hand_swap", "用代码确认：交换后的两个输出", context=("self_attention",))
 def hand_swap(ctx: Context, *, swapped_outputs, swap_matches, self_attention) -> None:
     """``swapped_outputs`` are the outputs for [x₂, x₁]: the reference's, or those of the
     student's own ``self_attention`` (a wrong attention is ``test_self_attention``'s)."""
@@ -202,7 +202,7 @@ def hand_swap(ctx: Context, *, swapped_outputs, swap_matches, self_attention) ->
              "新的第 0 行对原来的第 1 行，新的第 1 行对原来的第 0 行（容差 2e-3）。")
 
 
-@check("q3.multiset", "人咬人：重复的词也算数（多重集合）")
+@check("q3.multiset", "人咬人：重复的词也算数（多重集合）", context=("self_attention",))
 def multiset(ctx: Context, *, rbr_outputs, bites_weight_on_man, repeat_matters, self_attention) -> None:
     out, weights = ref.self_attention(RBR_X, EYE, EYE, 2 * EYE)
     mine = own_pair(ctx, self_attention, RBR_X, EYE, EYE, 2 * EYE, what="self_attention(X_rbr, …)")

@@ -89,7 +89,8 @@ def _own_encoding(ctx: Context, func: object, n: int, d: int) -> np.ndarray | No
     return pe if pe.shape == (n, d) and np.isfinite(pe).all() else None
 
 
-@check("q3.attention_with_positions", "self_attention_with_positions：加位置编码后的自注意力")
+@check("q3.attention_with_positions", "self_attention_with_positions：加位置编码后的自注意力",
+       context=("self_attention", "sinusoidal_positional_encoding"))
 def attention_with_positions(ctx: Context, *, self_attention_with_positions, self_attention,
                              sinusoidal_positional_encoding) -> None:
     X, W_q, W_k, W_v = attention_inputs(ctx, low=3)
@@ -100,6 +101,8 @@ def attention_with_positions(ctx: Context, *, self_attention_with_positions, sel
     out = as_array(out, f"{what} 返回的 output")
     out_perm = as_array(pair(ctx.call(self_attention_with_positions, X[perm], W_q, W_k, W_v,
                                       what=what), what)[0], f"{what} 返回的 output")
+    if out.ndim != 2 or out.shape[0] != n:
+        fail(f"{what} 返回的 output 应是每个位置一行（{n} 行）的矩阵，得到的形状是 {out.shape}。")
     if out.shape == out_perm.shape and np.allclose(out_perm, out[perm], rtol=1e-6, atol=1e-8):
         fail(f"{what}：打乱输入顺序后，输出只是跟着换了顺序（仍然置换等变）。"
              f"\n可能的原因：{PE_MISSING.describe()}")
@@ -196,7 +199,7 @@ def causal_attention(ctx: Context, *, causal_self_attention) -> None:
                   wrong_side=np.triu(np.ones((n, n), dtype=bool)))
 
 
-@check("q3.causal_swap", "因果掩码下交换 x1 与 x2")
+@check("q3.causal_swap", "因果掩码下交换 x1 与 x2", context=("causal_self_attention",))
 def causal_swap(ctx: Context, *, causal_outputs, causal_swapped, causal_swap_matches,
                 causal_self_attention) -> None:
     args = (EYE, EYE, 2 * EYE)

@@ -97,7 +97,7 @@ def hand_scores(ctx: Context, *, hand_scores) -> None:
           [(KEYS_NOT_SWAPPED, [X_NEW[0] @ X_OLD.T])])
 
 
-@check("q3.hand_scaled", "手算第 2 步：缩放")
+@check("q3.hand_scaled", "手算第 2 步：缩放", context=("hand_scores",))
 def hand_scaled(ctx: Context, *, hand_scaled, hand_scores) -> None:
     arr = _vector(hand_scaled, "hand_scaled", (2,))
     own = _own(hand_scores, (2,))
@@ -108,7 +108,7 @@ def hand_scaled(ctx: Context, *, hand_scaled, hand_scores) -> None:
            (mc.CATALOG["divide_by_dk"], [HAND["scores"] / 2, *(m / 2 for m in mine)])])
 
 
-@check("q3.hand_exp", "手算第 3 步：取指数")
+@check("q3.hand_exp", "手算第 3 步：取指数", context=("hand_scaled",))
 def hand_exp(ctx: Context, *, hand_exps, hand_scaled) -> None:
     arr = _vector(hand_exps, "hand_exps", (2,))
     own = _own(hand_scaled, (2,))
@@ -118,7 +118,7 @@ def hand_exp(ctx: Context, *, hand_exps, hand_scaled) -> None:
           "应是对每个缩放后的打分取 e 的指数", [(EXP_OF_ZERO, zeroed)])
 
 
-@check("q3.hand_sum", "手算第 4 步：求和")
+@check("q3.hand_sum", "手算第 4 步：求和", context=("hand_exps",))
 def hand_sum(ctx: Context, *, hand_total, hand_exps) -> None:
     value = np.array(as_number(hand_total, "hand_total"))
     if not np.isfinite(value):
@@ -130,7 +130,7 @@ def hand_sum(ctx: Context, *, hand_total, hand_exps) -> None:
           [(SELF_EXCLUDED, [e[1:].sum() for e in (HAND["exps"], *mine)])])
 
 
-@check("q3.hand_weights", "手算第 5 步：权重")
+@check("q3.hand_weights", "手算第 5 步：权重", context=("hand_exps", "hand_total"))
 def hand_weights(ctx: Context, *, hand_weights, hand_exps, hand_total) -> None:
     arr = _vector(hand_weights, "hand_weights", (2,))
     exps, total = _own(hand_exps, (2,)), _own(hand_total, ())
@@ -140,7 +140,7 @@ def hand_weights(ctx: Context, *, hand_weights, hand_exps, hand_total) -> None:
           [(PROPORTIONAL, [HAND["scores"] / HAND["scores"].sum()])])
 
 
-@check("q3.hand_output", "手算第 6 步：新位置 1 的输出")
+@check("q3.hand_output", "手算第 6 步：新位置 1 的输出", context=("hand_weights",))
 def hand_output(ctx: Context, *, hand_output, hand_weights) -> None:
     arr = _vector(hand_output, "hand_output", (2,))
     own = _own(hand_weights, (2,))
