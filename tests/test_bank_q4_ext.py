@@ -232,3 +232,21 @@ def test_the_old_decoding_inputs_were_saturated():
         scores = np.where(np.tri(5, dtype=bool), (X @ W_q) @ (X @ W_k).T / np.sqrt(d_k), -np.inf)
         saturated += _max_weight(scores[1:]) > 1 - 1e-6
     assert saturated > 0
+
+
+def test_the_spread_is_what_catches_decoding_without_scaling(monkeypatch):
+    """Shown to fail when the guard is removed: with saturated decoding scores (spread 20
+    instead of SCORE_SPREAD) a decode_step without 1/√d_k passes on some of 100 seeds
+    (36 of 200 when measured); with the spread it is lost on all 200 (test_bank_q4)."""
+    import seeds
+    from helpers import solution_namespace
+
+    from autograder.samples import q4 as samples_q4
+
+    variant = next(v for v in samples_q4.MISTAKES if v.name == "decode_no_scaling")
+    solution_namespace("q4_single_token", variant)
+    monkeypatch.setattr(seeds, "visible_failures", lambda *args: {})
+    monkeypatch.setattr(q4_ext, "SCORE_SPREAD", 20.0)
+    survived = seeds.surviving_seeds("q4_single_token", variant, cells=["test_decode_step"],
+                                     seeds=range(100))
+    assert survived["test_decode_step"]
