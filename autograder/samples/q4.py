@@ -2,19 +2,25 @@
 
 Each mistake is the source solution with ``edits`` applied; it must lose exactly the
 cells in ``loses`` and its feedback must name ``feedback``. Host-side only: nothing
-here is loaded where student code runs."""
+here is loaded where student code runs.
+
+The first and the last mistake are the core's: the engine test grades the last one, the
+nbgrader parity test the first, and under the default release (extensions as ungraded
+practice) a mistake that loses only extension cells loses no points there.
+"""
 
 from __future__ import annotations
 
 from .. import misconceptions as mc
-from ..bank.q4 import (
+from ..bank.q4 import MAP_TRANSPOSED
+from ..bank.q4_ext import (
     CACHE_WITHOUT_SELF,
     CAUSAL_NO_MASK,
     DECODE_DEGENERATE,
     DELTA_SIGN,
-    OUTPUT_IS_X,
     TWO_TOKEN_OVERFLOW,
 )
+from ..bank.q4_hand import DK_IS_N, EXP_OF_UNSCALED, OUTPUT_IS_X, PHANTOM_EXP, PHANTOM_TOKEN
 from ..variants import Edit, Variant
 
 _SOFTMAX = ("    shifted = scores - np.max(scores, axis=-1, keepdims=True)\n"
@@ -25,10 +31,24 @@ _STABLE_SIGMOID = ("    e = np.exp(-np.abs(d))  # 指数只取非正值：Δs = 
 _CACHE = "        K_cache, V_cache = K[: i + 1], V[: i + 1]  # 位置 1..i+1，包括它自己"
 _DECODE_SUM = "    weights = weights / np.sum(weights, axis=-1, keepdims=True)  # t 个权重，和为 1"
 _TWO_TOKEN_SYMBOLIC = "two_token_weight_symbolic = sp.simplify(w1_sym.subs(s1, s2 + delta))"
+_SCALED = "scaled_1 = scores_1 / np.sqrt(2)   # d_k = K.shape[-1] = 2"
+_OUTPUT = "output_1 = weights_1[0] * (x1 @ (2 * I))   # V₁ = x₁·W_v"
+_HAND = "hand_impl"  # the cell where the code confirms the hand calculation
+
+#: The hand steps written as numbers to the lecture's 3 decimals, as on paper.
+_ROUNDED_HAND = (
+    Edit("hand_scores_impl", "scores_1 = np.array([1 * 1 + 0 * 0], dtype=float)", "scores_1 = np.array([1.0])"),
+    Edit("hand_scaled_impl", _SCALED, "scaled_1 = np.array([0.707])"),
+    Edit("hand_exp_impl", "exps_1 = np.exp(scaled_1)", "exps_1 = np.array([2.028])"),
+    Edit("hand_sum_impl", "total_1 = np.sum(exps_1)", "total_1 = 2.028"),
+    Edit("hand_weights_impl", "weights_1 = exps_1 / total_1", "weights_1 = [1.0]"),
+    Edit("hand_output_impl", _OUTPUT, "output_1 = [2.0, 0.0]"),
+)
 
 ALTERNATIVES = [
-    Variant("einsum_reshape", "用 einsum 计算打分与加权求和，一维 x 用 reshape(1, -1) 处理，"
-            "σ 用 logaddexp，符号答案不化简", edits=(
+    Variant("einsum_reshape", "手算写成保留 3 位小数的数（列表也行）；用 einsum 计算打分与加权求和，"
+            "一维 x 用 reshape(1, -1) 处理，σ 用 logaddexp，符号答案不化简", edits=(
+        *_ROUNDED_HAND,
         Edit("weights_impl", "    x = np.atleast_2d(np.asarray(x, dtype=float))",
              "    x = np.asarray(x, dtype=float).reshape(1, -1)"),
         Edit("weights_impl", "    scores = q @ k.T / np.sqrt(k.shape[-1])",
@@ -42,10 +62,14 @@ ALTERNATIVES = [
              "    scores = np.einsum('id,td->it', q, K_cache) / np.sqrt(K_cache.shape[-1])"),
         Edit("decode_impl", "    return weights @ V_cache",
              "    return np.einsum('it,td->id', weights, V_cache)"),
-        Edit("symbolic_impl", _TWO_TOKEN_SYMBOLIC,
+        Edit("symbolic_impl", "symbolic_single_token_residual = sp.simplify(output_sym - x_sym * W_v_sym)",
+             "symbolic_single_token_residual = output_sym - x_sym * W_v_sym"),
+        Edit("two_token_symbolic_impl", _TWO_TOKEN_SYMBOLIC,
              "two_token_weight_symbolic = w1_sym.subs(s1, s2 + delta)"),
     )),
-    Variant("float32_logsumexp", "全部用 float32 计算，softmax 用 log-sum-exp 写法", edits=(
+    Variant("float32_logsumexp", "全部用 float32 计算，softmax 用 log-sum-exp 写法；手算时先减去最大值的"
+            "写法留给代码，exp 按讲义直接取", edits=(
+        Edit("hand_sum_impl", "total_1 = np.sum(exps_1)", "total_1 = exps_1[0]"),
         Edit("weights_impl", "    x = np.atleast_2d(np.asarray(x, dtype=float))\n"
              "    q, k = x @ np.asarray(W_q, dtype=float), x @ np.asarray(W_k, dtype=float)",
              "    x = np.atleast_2d(np.asarray(x, dtype=np.float32))\n"
@@ -90,32 +114,54 @@ ALTERNATIVES = [
              "    scores = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)\n"
              "    w = np.exp(scores - scores.max(axis=-1, keepdims=True))\n"
              "    return (w / w.sum(axis=-1, keepdims=True)) @ V"),
-        Edit("symbolic_impl", _TWO_TOKEN_SYMBOLIC,
+        Edit("two_token_symbolic_impl", _TWO_TOKEN_SYMBOLIC,
              "two_token_weight_symbolic = 1 / (1 + sp.exp(-delta))"),
     )),
 ]
 
-MISTAKES = [
+_CORE_FIRST = [
     Variant("hand_no_scaling", "手算时打分忘了除以 √d_k",
-            edits=(Edit("hand_impl", "hand_scores = Q1 @ K1.T / np.sqrt(K1.shape[-1])",
-                        "hand_scores = Q1 @ K1.T"),),
-            loses=frozenset({"test_hand_example"}),
+            edits=(Edit("hand_scaled_impl", _SCALED, "scaled_1 = scores_1"),),
+            loses=frozenset({"test_hand_scaled"}),
             feedback=(mc.CATALOG["no_scaling"].label,)),
+    Variant("hand_phantom_token", "手算时还留着 x₂：照讲义两个 token 的一行重算了一遍",
+            edits=(Edit("hand_scores_impl", "scores_1 = np.array([1 * 1 + 0 * 0], dtype=float)",
+                        "scores_1 = np.array([1.0, 0.0])   # score(1,1)、score(1,2)"),
+                   Edit("hand_output_impl", _OUTPUT,
+                        "output_1 = weights_1 @ (np.eye(2) @ (2 * I))   # x₁、x₂ 的 V")),
+            loses=frozenset({"test_hand_scores", "test_hand_scaled", "test_hand_exp", "test_hand_sum",
+                             "test_hand_weights", "test_hand_output", "test_hand_example"}),
+            feedback=(PHANTOM_TOKEN.label,)),
+    Variant("hand_dk_is_n", "手算缩放时除以 √n（n = 1 个 token），而不是 √d_k",
+            edits=(Edit("hand_scaled_impl", _SCALED, "scaled_1 = scores_1 / np.sqrt(len(scores_1))"),),
+            loses=frozenset({"test_hand_scaled"}),
+            feedback=(DK_IS_N.label,)),
+    Variant("hand_exp_unscaled", "手算取指数时用了缩放前的打分",
+            edits=(Edit("hand_exp_impl", "exps_1 = np.exp(scaled_1)", "exps_1 = np.exp(scores_1)"),),
+            loses=frozenset({"test_hand_exp"}),
+            feedback=(EXP_OF_UNSCALED.label,)),
+    Variant("hand_phantom_exp", "手算总和时多加了 x₂ 的 e⁰ = 1（讲义的 3.028）",
+            edits=(Edit("hand_sum_impl", "total_1 = np.sum(exps_1)", "total_1 = np.sum(exps_1) + np.exp(0.0)"),),
+            loses=frozenset({"test_hand_sum", "test_hand_example"}),
+            feedback=(PHANTOM_EXP.label,)),
+    Variant("hand_unnormalised", "手算权重时没有除以总和",
+            edits=(Edit("hand_weights_impl", "weights_1 = exps_1 / total_1", "weights_1 = exps_1"),),
+            loses=frozenset({"test_hand_weights", "test_hand_example"}),
+            feedback=(mc.CATALOG["exp_without_normalising"].label,)),
+    Variant("hand_output_is_x", "手算输出时用 x₁ 本身加权，忘了 V = x₁·W_v",
+            edits=(Edit("hand_output_impl", _OUTPUT, "output_1 = weights_1[0] * x1"),),
+            loses=frozenset({"test_hand_output", "test_hand_example"}),
+            feedback=(OUTPUT_IS_X.label,)),
     Variant("output_is_x", "忘了乘 W_v：输出直接是 x，等价映射写成单位矩阵",
             edits=(Edit("attention_impl", "    V = x @ np.asarray(W_v, dtype=float)", "    V = x"),
                    Edit("linear_map_impl", "    return np.array(W_v, dtype=float)",
                         "    return np.eye(np.shape(W_v)[0])")),
-            loses=frozenset({"test_attention_output", "test_linear_map"}),
+            loses=frozenset({"test_attention_output", "test_linear_map", "test_hand_example"}),
             feedback=(OUTPUT_IS_X.label,)),
-    Variant("output_is_xWq", "输出用了 x·W_q（把 Query 当成了 Value）",
-            edits=(Edit("attention_impl", "    V = x @ np.asarray(W_v, dtype=float)",
-                        "    V = x @ np.asarray(W_q, dtype=float)"),),
-            loses=frozenset({"test_attention_output", "test_qk_invariance"}),
-            feedback=(mc.CATALOG["q_as_v"].label,)),
     Variant("raw_score_weight", "忘了 softmax：把打分本身当成权重",
             edits=(Edit("weights_impl", _SOFTMAX, "    return scores"),),
             loses=frozenset({"test_weights", "test_weights_extreme", "test_attention_output",
-                             "test_qk_invariance"}),
+                             "test_qk_invariance", "test_hand_example"}),
             feedback=(mc.CATALOG["raw_scores"].label,)),
     Variant("naive_softmax", "softmax 不减最大值：打分 1e6 时溢出",
             edits=(Edit("weights_impl",
@@ -123,10 +169,22 @@ MISTAKES = [
                         "    shifted = scores"),),
             loses=frozenset({"test_weights_extreme"}),
             feedback=(mc.CATALOG["naive_softmax_overflow"].label,)),
+    Variant("linear_map_transposed", "等价线性映射写成了 W_vᵀ",
+            edits=(Edit("linear_map_impl", "    return np.array(W_v, dtype=float)",
+                        "    return np.array(W_v, dtype=float).T"),),
+            loses=frozenset({"test_linear_map"}),
+            feedback=(MAP_TRANSPOSED.label,)),
+]
+
+_EXTENSIONS = [
+    Variant("residual_uses_x", "符号输出用 x 本身加权，残差成了 x − x·W_v",
+            edits=(Edit("symbolic_impl", "output_sym = weight_sym * v_sym", "output_sym = weight_sym * x_sym"),),
+            loses=frozenset({"test_residual_symbolic"}),
+            feedback=(OUTPUT_IS_X.label,)),
     Variant("delta_sign_flipped", "Δs 的方向弄反：算成了 token 2 的权重 σ(−Δs)",
             edits=(Edit("two_token_impl", "    return np.where(d >= 0, 1 / (1 + e), e / (1 + e))",
                         "    return np.where(d >= 0, e / (1 + e), 1 / (1 + e))"),
-                   Edit("symbolic_impl", _TWO_TOKEN_SYMBOLIC,
+                   Edit("two_token_symbolic_impl", _TWO_TOKEN_SYMBOLIC,
                         "two_token_weight_symbolic = sp.simplify(w1_sym.subs(s1, s2 - delta))")),
             loses=frozenset({"test_two_token_weight", "test_two_token_symbolic"}),
             feedback=(DELTA_SIGN.label,)),
@@ -142,6 +200,11 @@ MISTAKES = [
             edits=(Edit("decode_impl", _DECODE_SUM, _DECODE_SUM.replace("axis=-1", "axis=0")),),
             loses=frozenset({"test_decode_step", "test_kv_cache_decode"}),
             feedback=(mc.CATALOG["softmax_query_axis"].label,)),
+    Variant("decode_no_scaling", "一步解码的打分忘了除以 √d_k",
+            edits=(Edit("decode_impl", "    scores = q @ K_cache.T / np.sqrt(K_cache.shape[-1])",
+                        "    scores = q @ K_cache.T"),),
+            loses=frozenset({"test_decode_step", "test_kv_cache_decode"}),
+            feedback=(mc.CATALOG["no_scaling"].label,)),
     Variant("causal_no_mask", "逐步解码时缓存里放了整句的 K、V（看到了后面的 token）",
             edits=(Edit("kv_cache_impl", _CACHE, "        K_cache, V_cache = K, V"),),
             loses=frozenset({"test_kv_cache_decode"}),
@@ -151,3 +214,13 @@ MISTAKES = [
             loses=frozenset({"test_kv_cache_decode"}),
             feedback=(CACHE_WITHOUT_SELF.label,)),
 ]
+
+_CORE_LAST = [
+    Variant("output_is_xWq", "输出用了 x·W_q（把 Query 当成了 Value）",
+            edits=(Edit("attention_impl", "    V = x @ np.asarray(W_v, dtype=float)",
+                        "    V = x @ np.asarray(W_q, dtype=float)"),),
+            loses=frozenset({"test_attention_output", "test_qk_invariance", "test_hand_example"}),
+            feedback=(mc.CATALOG["q_as_v"].label,)),
+]
+
+MISTAKES = [*_CORE_FIRST, *_EXTENSIONS, *_CORE_LAST]
