@@ -38,17 +38,6 @@ def _known(status: str, check: str, keyword: str, tricks: list[str]) -> dict:
 #: (these are the checks' own code, reported to the lead). Strict: once a check is fixed
 #: its entry must go, and a new offender fails the test.
 KNOWN: dict[tuple[str, str, str], str] = {
-    # property checks a constant function satisfies; input_shapes compares with
-    # equal_nan=True, qk_invariance with np.allclose (inf == inf)
-    **_known("passed", "q4.weights_extreme", "single_token_attention",
-             ["plain_float", "empty_array", "deep_list"]),
-    **_known("passed", "q4.input_shapes", "single_token_attention",
-             ["nan_matrix", "its result spoiled nan", "its result spoiled inf"]),
-    **_known("passed", "q4.input_shapes", "single_token_weights",
-             ["its result spoiled nan", "its result spoiled inf"]),
-    **_known("passed", "q4.qk_invariance", "single_token_attention",
-             ["inf", "plain_float", "sympy_minus_oo", "empty_array", "deep_list",
-              "its result spoiled inf"]),
 }
 
 

@@ -136,6 +136,14 @@ def weights_values(ctx: Context, *, single_token_weights) -> None:
         _assert_weight(got, what, diagnoser(_weights_pairs(x, W_q, W_k)))
 
 
+def _one_row(out: np.ndarray, what: str) -> None:
+    """A single token's output is one row of finite numbers (its values are another
+    cell's business)."""
+    if out.ndim != 2 or out.shape[0] != 1 or out.size == 0 or not np.isfinite(out).all():
+        fail(f"{what} 应返回一行有限数（形状 (1, d_v)），得到形状 {out.shape}"
+             f"{'' if np.isfinite(out).all() else '、含 NaN 或无穷大'}的结果。")
+
+
 @check("q4.weights_extreme", "打分量级 1e6 时权重与输出仍是有限数且正确")
 def weights_extreme(ctx: Context, *, single_token_weights, single_token_attention) -> None:
     for magnitude in (1e6, -1e6):
@@ -148,6 +156,7 @@ def weights_extreme(ctx: Context, *, single_token_weights, single_token_attentio
         if not np.isfinite(out).all():
             fail(f"{what} 含有 NaN 或无穷大，而正确的输出全是有限数。\n可能的原因："
                  f"{mc.CATALOG['naive_softmax_overflow'].describe()}")
+        _one_row(out, what)
 
 
 @check("q4.attention_output", "single_token_attention：一个 token 的输出（随机大小，float32）")
@@ -169,6 +178,8 @@ def input_shapes(ctx: Context, *, single_token_weights, single_token_attention) 
     w1 = as_array(ctx.call(single_token_weights, flat, W_q, W_k,
                            what=f"single_token_weights(x, W_q, W_k)（x 为一维，形状 ({d},)）"),
                   "single_token_weights 的结果")
+    if not np.isfinite(w1).all():
+        fail(f"x 为一维数组（形状 ({d},)）时，single_token_weights 的结果含有 NaN 或无穷大。")
     if w1.shape != (1, 1):
         fail(f"x 为一维数组（形状 ({d},)）时，single_token_weights 应返回 1×1 数组，"
              f"得到形状 {w1.shape}。提示：先把 x 变成一行，例如 np.atleast_2d(x) 或 x.reshape(1, -1)。")
@@ -176,6 +187,8 @@ def input_shapes(ctx: Context, *, single_token_weights, single_token_attention) 
     for label, arg in (("一维", flat), ("二维", x)):
         what = f"single_token_attention(x, W_q, W_k, W_v)（x 为{label}，形状 {arg.shape}）"
         out = as_array(ctx.call(single_token_attention, arg, W_q, W_k, W_v, what=what), what)
+        if not np.isfinite(out).all():  # NaN in both forms would look "the same"
+            fail(f"{what} 含有 NaN 或无穷大，而输入都是不大的有限数。")
         if out.ndim != 2 or out.shape[0] != 1:
             fail(f"{what} 应返回形状 (1, d_v) = (1, {W_v.shape[1]}) 的二维数组，得到形状 {out.shape}。"
                  "一个 token 的输出也是一行：提示：先把 x 变成一行，例如 np.atleast_2d(x)。")
@@ -227,6 +240,7 @@ def qk_invariance(ctx: Context, *, single_token_attention) -> None:
     s = float(_score(x, W_q, W_k)[0, 0])
     base_what = "single_token_attention(x, W_q, W_k, W_v)"
     base = as_array(ctx.call(single_token_attention, x, W_q, W_k, W_v, what=base_what), base_what)
+    _one_row(base, base_what)  # an empty, scalar or infinite result never "changes"
     d_new = int(ctx.rng.choice([d for d in range(2, 9) if d != d_k]))
     W_k_new = ctx.randn(d_model, d_new)
     # the new score has the other sign, so a result that follows the score must move

@@ -125,7 +125,7 @@ def hand_scores(ctx: Context, *, scores_1) -> None:
                       np.array([X1 @ V_ROWS[0]]))])
 
 
-@check("q4.hand_scaled", "手算第 2 步：缩放 scaled_1")
+@check("q4.hand_scaled", "手算第 2 步：缩放 scaled_1", context=("scores_1",))
 def hand_scaled(ctx: Context, *, scores_1, scaled_1) -> None:
     arr = _value(scaled_1, "scaled_1", 1)
     prev = _earlier(scores_1, EXACT_SCORES.shape)
@@ -137,7 +137,7 @@ def hand_scaled(ctx: Context, *, scores_1, scaled_1) -> None:
                      (PHANTOM_TOKEN.describe(), TWO_SCALED)])
 
 
-@check("q4.hand_exp", "手算第 3 步：取指数 exps_1")
+@check("q4.hand_exp", "手算第 3 步：取指数 exps_1", context=("scores_1", "scaled_1"))
 def hand_exp(ctx: Context, *, scores_1, scaled_1, exps_1) -> None:
     arr = _value(exps_1, "exps_1", 1)
     if (arr <= 0).any():
@@ -152,7 +152,7 @@ def hand_exp(ctx: Context, *, scores_1, scaled_1, exps_1) -> None:
                      (PHANTOM_TOKEN.describe(), TWO_EXPS)])
 
 
-@check("q4.hand_sum", "手算第 4 步：求和 total_1")
+@check("q4.hand_sum", "手算第 4 步：求和 total_1", context=("exps_1",))
 def hand_sum(ctx: Context, *, exps_1, total_1) -> None:
     arr = _value(total_1, "total_1", 0)
     prev = _earlier(exps_1, EXACT_EXPS.shape)
@@ -163,7 +163,7 @@ def hand_sum(ctx: Context, *, exps_1, total_1) -> None:
                      (PHANTOM_EXP.describe(), TWO_TOTAL)])
 
 
-@check("q4.hand_weights", "手算第 5 步：权重 weights_1")
+@check("q4.hand_weights", "手算第 5 步：权重 weights_1", context=("exps_1", "total_1"))
 def hand_weights(ctx: Context, *, exps_1, total_1, weights_1) -> None:
     arr = _value(weights_1, "weights_1", 1)
     exps, total = _earlier(exps_1, EXACT_EXPS.shape), _earlier(total_1, ())
@@ -176,7 +176,7 @@ def hand_weights(ctx: Context, *, exps_1, total_1, weights_1) -> None:
                      (PHANTOM_TOKEN.describe(), TWO_WEIGHTS[:1])])
 
 
-@check("q4.hand_output", "手算第 6 步：输出 output_1")
+@check("q4.hand_output", "手算第 6 步：输出 output_1", context=("weights_1",))
 def hand_output(ctx: Context, *, weights_1, output_1) -> None:
     arr = _value(output_1, "output_1", 1)
     if arr.shape != EXACT_OUTPUT.shape:
