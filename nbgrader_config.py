@@ -8,8 +8,12 @@ courses they build), so every command works from any folder of the repository.
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import GetGrades
 
-from autograder.engine.settings import DEFAULT_EXTENSIONS, DEFAULTS
-from autograder.feedback import BrowserSafe, HideHiddenTests, markdown2html
+from autograder.integrations.nbgrader.preprocessors import (
+    BrowserSafe,
+    HideHiddenTests,
+    markdown2html,
+)
+from autograder.settings import DEFAULT_EXTENSIONS, DEFAULTS
 
 c = get_config()  # noqa: F821 - injected by traitlets when nbgrader loads this file
 

@@ -16,9 +16,9 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 import click  # noqa: E402
 
-from . import __version__  # noqa: E402
-from .course import CourseError  # noqa: E402
-from .engine.settings import DEFAULT_EXTENSIONS, DEFAULTS, EXTENSION_MODES  # noqa: E402
+from . import __version__, settings  # noqa: E402
+from .errors import CourseError  # noqa: E402
+from .settings import DEFAULTS, RowStatus  # noqa: E402
 
 
 class _Group(click.Group):
@@ -56,6 +56,32 @@ def _bar(console):
                     TimeElapsedColumn(), console=console, transient=False)
 
 
+def _progress(bar, task, verb: str):
+    """The ``progress(done, total, what)`` callback of a grading run, shown on ``bar``."""
+
+    def progress(done: int, total: int, what: str) -> None:
+        bar.update(task, completed=done, total=total,
+                   description=f"{verb} {what}" if what else "grading")
+
+    return progress
+
+
+def _limits(command):
+    """``--timeout``, ``--cell-timeout`` and ``--memory``: the engine's limits per submission."""
+    for option in reversed((
+            click.option("--timeout", type=click.FloatRange(min=1), default=DEFAULTS.timeout,
+                         show_default=True,
+                         help="Wall-clock seconds per submission before it is stopped."),
+            click.option("--cell-timeout", type=click.FloatRange(min=1),
+                         default=DEFAULTS.cell_timeout, show_default=True,
+                         help="Seconds per cell before it is interrupted (the rest still runs)."),
+            click.option("--memory", type=click.IntRange(min=64), default=DEFAULTS.memory_mb,
+                         show_default=True,
+                         help="Memory per submission, in MiB, beyond the sandbox's own."))):
+        command = option(command)
+    return command
+
+
 def _spinner(console):
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -69,19 +95,19 @@ def _spinner(console):
 @main.command("build")
 @click.option("--check", "check_only", is_flag=True,
               help="Regenerate into a temporary folder and fail if the committed views differ.")
-@click.option("--timeout", type=float, default=120, show_default=True,
+@click.option("--timeout", type=float, default=settings.BUILD_TIMEOUT, show_default=True,
               help="Seconds per cell when executing the answer keys.")
-@click.option("--extensions", type=click.Choice(EXTENSION_MODES), default=None,
+@click.option("--extensions", type=click.Choice(settings.EXTENSION_MODES), default=None,
               help="What the release does with the 拓展 sections (default: "
                    "c.Autograder.extensions in nbgrader_config.py, else "
-                   f"{DEFAULT_EXTENSIONS}).")
+                   f"{settings.DEFAULT_EXTENSIONS}).")
 def build_cmd(check_only: bool, timeout: float, extensions: str | None) -> None:
     """Regenerate release/, solutions/ and exercises/ from source/.
 
     release/ comes from nbgrader generate_assignment, solutions/ are the executed answer
     keys, exercises/ the student notebooks with a self-check cell after each test.
     """
-    from . import build as b
+    from .authoring import build as b
 
     console = _console()
     with _spinner(console) as bar:
@@ -118,7 +144,7 @@ def _summary(console, results, title: str) -> None:
     table.add_column("status")
     table.add_column("reason / 原因", overflow="fold")
     for r in results:
-        style = {"ok": "", "note": "yellow", "failed": "red"}.get(r.status, "")
+        style = {RowStatus.NOTE: "yellow", RowStatus.FAILED: "red"}.get(r.status, "")
         review = f"\n[magenta]review / 需复核: {'; '.join(r.review)}[/magenta]" if r.review else ""
         table.add_row(r.student, r.assignment, f"{r.auto_score:g}/{r.auto_max:g}",
                       f"[{style}]{r.status}[/{style}]" if style else r.status,
@@ -145,13 +171,7 @@ def _verbose(verbose: bool) -> None:
               help="Grade only this assignment (default: every assignment found).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Submissions graded in parallel (default: number of CPUs).")
-@click.option("--timeout", type=click.FloatRange(min=1), default=DEFAULTS.timeout,
-              show_default=True, help="Wall-clock seconds per submission before it is stopped.")
-@click.option("--cell-timeout", type=click.FloatRange(min=1), default=DEFAULTS.cell_timeout,
-              show_default=True,
-              help="Seconds per cell before it is interrupted (the rest still runs).")
-@click.option("--memory", type=click.IntRange(min=64), default=DEFAULTS.memory_mb,
-              show_default=True, help="Memory per submission, in MiB, beyond the sandbox's own.")
+@_limits
 @click.option("--salt-file", type=click.Path(path_type=Path), default=None,
               help="The course's secret salt (default: <course>/.autograder-salt, created "
                    "on first use).")
@@ -170,25 +190,18 @@ def grade_cmd(submissions: Path, assignment: str | None, jobs: int | None, timeo
     """
     from dataclasses import replace
 
-    from . import grade as g
-    from .lms import check_download, is_download
+    from .integrations.lms import intake
 
     _verbose(verbose)
     console = _console()
-    # bad input fails before any work
-    total = check_download(submissions, assignment) if is_download(submissions) else \
-        len(g.find_submissions(submissions, assignment))
+    total = intake.count(submissions=submissions, assignment=assignment)  # bad input: now
     settings = replace(DEFAULTS, timeout=timeout, cell_timeout=cell_timeout, memory_mb=memory)
     started = time.monotonic()
     with _bar(console) as bar:
-        task = bar.add_task("starting the sandbox", total=total)
-
-        def progress(done: int, total: int, what: str) -> None:
-            bar.update(task, completed=done, total=total,
-                       description=f"graded {what}" if what else "grading")
-
-        results = g.grade(submissions=submissions, out=out, assignment=assignment, jobs=jobs,
-                          settings=settings, salt_file=salt_file, progress=progress)
+        progress = _progress(bar, bar.add_task("starting the sandbox", total=total), "graded")
+        results = intake.grade(submissions=submissions, out=out, assignment=assignment,
+                               jobs=jobs, settings=settings, salt_file=salt_file,
+                               progress=progress)
     seconds = time.monotonic() - started
     _summary(console, results, f"{len(results)} submission(s) graded in {seconds:.1f} s")
     console.print(f"scores: {out / 'scores.csv'}, {out / 'scores.json'}; "
@@ -210,7 +223,7 @@ def check_cmd(notebook: Path, assignment: str | None, timeout: float) -> None:
     The same sandbox and checks as the grader, on practice inputs. Exit code 0 only when
     every check passes (nbgrader validate exits 0 on failures).
     """
-    from .selfcheck import self_check_notebook
+    from .integrations.selfcheck.command import self_check_notebook
 
     console = _console()
     with _spinner(console) as bar:
@@ -250,22 +263,18 @@ def demo_cmd(folder: Path | None, alternatives: bool, jobs: int | None) -> None:
     Perfect student: full automatic marks; blank: 0; each mistaken student loses exactly
     the cells of its mistake, which the last-but-one column confirms.
     """
-    from .demo import demo
+    from .samples.demo import demo
 
     console = _console()
     started = time.monotonic()
     with _bar(console) as bar:
         task = bar.add_task("preparing course", total=None)
-
-        def progress(done: int, total: int, what: str) -> None:
-            bar.update(task, completed=done, total=total,
-                       description=f"grading {what}" if what else "grading")
-
-        result = demo(folder=folder, alternatives=alternatives, jobs=jobs, progress=progress,
+        result = demo(folder=folder, alternatives=alternatives, jobs=jobs,
+                      progress=_progress(bar, task, "grading"),
                       on_step=lambda msg: bar.update(task, description=msg))
     seconds = time.monotonic() - started
     _per_question(console, result)
-    failed = [r for r in result.results if r.status == "failed"]
+    failed = [r for r in result.results if r.status == RowStatus.FAILED]
     if failed:
         _summary(console, failed, "submissions that could not be graded")
     console.print(f"{len(result.results)} notebooks graded in {seconds:.0f} s")
@@ -283,13 +292,7 @@ def _per_question(console, result) -> None:
     """One table per assignment: students × autograded cells, and the expectation check."""
     from rich.table import Table
 
-    by_assignment: dict[str, list] = {}
-    for r in result.results:
-        by_assignment.setdefault(r.assignment, []).append(r)
-    rank = {"perfect": 0, "blank": 1}
-    for a, rows in by_assignment.items():
-        rows.sort(key=lambda r: (rank.get(r.student, 2 if r.student.startswith("alt-") else 3),
-                                 r.student))
+    for a, rows in result.by_assignment().items():
         cells = [c for c in rows[0].max_scores if c not in rows[0].manual]
         table = Table(title=f"{a}: automatic points per grade cell", title_justify="left")
         table.add_column("student")
@@ -313,18 +316,6 @@ def _per_question(console, result) -> None:
                       "mistake loses exactly its cells and its feedback names it", style="dim")
 
 
-@main.command("hand-example")
-def hand_example_cmd() -> None:
-    """Print the lecture's hand example computed by the reference attention."""
-    from .reference import hand_example
-
-    for v_scale in (2.0, 3.0):
-        output, weights = hand_example(v_scale=v_scale)
-        click.echo(f"W_v = {v_scale:g}I")
-        click.echo(f"  weights = {weights.round(3).tolist()}")
-        click.echo(f"  output  = {output.round(3).tolist()}")
-
-
 # ------------------------------------------------------------------ gradescope
 
 
@@ -332,14 +323,9 @@ def hand_example_cmd() -> None:
 @click.argument("assignment")
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("autograder.zip"),
               show_default=True, help="The bundle to upload to Gradescope (a .zip).")
-@click.option("--timeout", type=click.FloatRange(min=1), default=DEFAULTS.timeout,
-              show_default=True, help="Wall-clock seconds per submission before it is stopped.")
-@click.option("--cell-timeout", type=click.FloatRange(min=1), default=DEFAULTS.cell_timeout,
-              show_default=True, help="Seconds per cell before it is interrupted.")
-@click.option("--memory", type=click.IntRange(min=64), default=DEFAULTS.memory_mb,
-              show_default=True, help="Memory per submission, in MiB, beyond the sandbox's own.")
-@click.option("--visibility", default="visible", show_default=True,
-              type=click.Choice(["visible", "after_due_date", "after_published", "hidden"]),
+@_limits
+@click.option("--visibility", default=settings.DEFAULT_VISIBILITY, show_default=True,
+              type=click.Choice(settings.VISIBILITIES),
               help="When students see the per-test results (Gradescope's visibility).")
 @click.option("--salt-file", type=click.Path(path_type=Path), default=None,
               help="Use this course salt (default: a new secret salt for the bundle).")
@@ -353,7 +339,7 @@ def gradescope_cmd(assignment: str, out: Path, timeout: float, cell_timeout: flo
     """
     from dataclasses import replace
 
-    from .gradescope import make_bundle
+    from .integrations.gradescope.bundle import make_bundle
 
     settings = replace(DEFAULTS, timeout=timeout, cell_timeout=cell_timeout, memory_mb=memory)
     bundle = make_bundle(assignment=assignment, out=out, settings=settings,
@@ -380,7 +366,7 @@ def _columns(pairs: tuple[str, ...]) -> dict[str, str]:
 
 @main.command("export")
 @click.argument("results", type=click.Path(path_type=Path))
-@click.option("--to", "to", required=True, type=click.Choice(["canvas", "moodle", "csv"]),
+@click.option("--to", "to", required=True, type=click.Choice(settings.EXPORT_FORMATS),
               help="The gradebook format: Canvas import, Moodle grading worksheet, plain CSV.")
 @click.option("--out", "out", type=click.Path(path_type=Path), required=True,
               help="The CSV file to write.")
@@ -396,7 +382,7 @@ def export_cmd(results: Path, to: str, out: Path, assignment: str | None,
     (written answers are graded by hand). Canvas: Grades > Import; Moodle: the
     assignment's "Upload grading worksheet".
     """
-    from .export import export
+    from .integrations.lms.export import export
 
     book = export(results=results, to=to, out=out, assignment=assignment,
                   columns=_columns(column))

@@ -26,11 +26,11 @@ from pathlib import Path
 
 sys.modules.setdefault("rfc3987_syntax", None)  # see autograder/cli.py
 
-from autograder import notebooks as nbs  # noqa: E402
-from autograder.course import ASSIGNMENTS, nbgrader, new_course, read_scores  # noqa: E402
-from autograder.engine.settings import GradeSettings  # noqa: E402
-from autograder.grade import grade  # noqa: E402
+from autograder.authoring import cells as nbs  # noqa: E402
+from autograder.authoring.course import nbgrader, new_course, read_scores  # noqa: E402
+from autograder.integrations.nbgrader.grade import grade  # noqa: E402
 from autograder.samples import sample_class  # noqa: E402
+from autograder.settings import ASSIGNMENTS, GradeSettings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SALT = "benchmark"

@@ -23,8 +23,8 @@ import nbformat
 from hostile_browser import ATTACKS, MARK
 from pipeline_helpers import ROOT
 
-from autograder import notebooks as nbs
-from autograder.engine.manifest import load, release_notebook
+from autograder.authoring import cells as nbs
+from autograder.engine.host.manifest import load, release_notebook
 from autograder.samples import mistakes
 
 A = "q1_value_scaling"

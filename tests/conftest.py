@@ -1,5 +1,6 @@
-"""Every check in these tests sees the student's values as the sandboxed engine delivers
-them: through the wire format, functions as handles (:mod:`autograder.engine.loopback`)."""
+"""Fixtures of every test: a private warm-check daemon, and the slow modules first.
+
+(The bank's unit tests have one of their own: ``tests/bank/conftest.py``.)"""
 
 from __future__ import annotations
 
@@ -9,31 +10,12 @@ import tempfile
 
 import pytest
 
-from autograder import bank
-from autograder.engine.errors import StudentFault
-from autograder.engine.loopback import crossing
-
-
-@pytest.fixture(autouse=True)
-def values_cross_the_boundary(monkeypatch):
-    evaluate = bank.evaluate
-
-    def across(name, values, **kwargs):
-        try:
-            crossed = {k: crossing(v) for k, v in values.items()}
-        except StudentFault as err:  # refused by the host's reader, as the engine would
-            check = bank.get_check(name)
-            return bank.Outcome(name, check.title, "failed", str(err))
-        return evaluate(name, crossed, **kwargs)
-
-    monkeypatch.setattr(bank, "evaluate", across)
-
 
 @pytest.fixture(scope="session", autouse=True)
 def private_check_daemon():
     """``autograder check`` in these tests starts its warm daemon in a folder of this
     session's own (never one a user's daemon serves from) and stops it at the end."""
-    from autograder import checkd
+    from autograder.integrations.selfcheck import daemon as checkd
 
     folder = tempfile.mkdtemp(prefix="ag-")
     saved = os.environ.get("XDG_RUNTIME_DIR")

@@ -1,6 +1,6 @@
 """A Gradescope-like machine for tests that run student code as another user.
 
-The separate user of :mod:`autograder.engine.studentuser` reads only what every user
+The separate user of :mod:`autograder.engine.child.studentuser` reads only what every user
 may read, so these tests need what a real image has and a developer's checkout may
 lack: a folder every user may enter (pytest's own is closed to all but its owner), a
 Python installation every user may read (``readable_python``: a small virtual
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.engine.settings import STUDENT_UID
-from autograder.engine.studentuser import StudentUser, readable_by
+from autograder.engine.child.studentuser import StudentUser, readable_by
+from autograder.settings import STUDENT_UID
 
 HERE = Path(__file__).resolve().parent
 LAUNCHER = HERE / "nonamespaces.py"
@@ -115,7 +115,7 @@ def install(bundle: Path, base: Path, python: Path, *, close: bool = True) -> tu
     for folder in [site, *site.rglob("*")]:  # as pip installs: readable by every user
         folder.chmod(0o755 if folder.is_dir() else 0o644)
     if close:
-        done = subprocess.run([str(python), "-m", "autograder.gradescope_run", "--prepare",
+        done = subprocess.run([str(python), "-m", "autograder.integrations.gradescope.run", "--prepare",
                                str(source)], env={**os.environ, "PYTHONPATH": str(site)},
                               capture_output=True, text=True, cwd=base)
         assert done.returncode == 0, done.stderr

@@ -11,15 +11,9 @@ from types import SimpleNamespace
 
 import nbformat
 
-from autograder.notebooks import (
-    HIDDEN_BEGIN,
-    HIDDEN_END,
-    Variant,
-    grade_id,
-    is_solution_cell,
-    strip_markers,
-    strip_region,
-)
+from autograder.authoring.cells import grade_id, is_solution_cell
+from autograder.engine.host.hidden import HIDDEN_BEGIN, HIDDEN_END, strip_markers, strip_region
+from autograder.samples.variants import Variant
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,7 +43,7 @@ def solution_namespace(assignment: str, variant: Variant | None = None) -> Simpl
 
 def hidden_calls(assignment: str) -> dict[str, tuple[str, list[str]]]:
     """Grade cell id -> (check name, keyword names) of each test cell's hidden check."""
-    from autograder.engine.hidden import check_calls
+    from autograder.engine.host.hidden import check_calls
 
     nb = nbformat.read(ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
     calls = {}
@@ -61,8 +55,8 @@ def hidden_calls(assignment: str) -> dict[str, tuple[str, list[str]]]:
 
 def grade_namespace(assignment: str, ns: SimpleNamespace) -> dict[str, str | None]:
     """Grade cell id -> ``None`` when its hidden check passes on ``ns``, else the message."""
-    from autograder.bank import run_check
-    from autograder.compare import CheckFailed
+    from autograder.bank.lib.compare import CheckFailed
+    from autograder.bank.runner import run_check
 
     verdicts: dict[str, str | None] = {}
     for cell, (name, keywords) in hidden_calls(assignment).items():

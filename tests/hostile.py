@@ -61,18 +61,19 @@ sp.Basic.equals = lambda self, other, *a, **k: True
 '''),
     Attack("rebind_autograder", '''
 try:
-    import autograder.bank as bank
-    bank.run_check = lambda *a, **k: None
-    bank.evaluate = lambda *a, **k: None
+    import autograder.bank.runner as runner
+    runner.run_check = lambda *a, **k: None
+    runner.evaluate = lambda *a, **k: None
 except ImportError as err:
     print("no grader here:", err)
 '''),
     Attack("fake_sys_modules", '''
 import sys, types
-fake = types.ModuleType("autograder.bank")
+fake = types.ModuleType("autograder.bank.runner")
 fake.run_check = lambda *a, **k: None
 sys.modules["autograder"] = types.ModuleType("autograder")
-sys.modules["autograder.bank"] = fake
+sys.modules["autograder.bank"] = types.ModuleType("autograder.bank")
+sys.modules["autograder.bank.runner"] = fake
 '''),
     Attack("input_transformer", '''
 def blank_everything(lines):
@@ -87,8 +88,10 @@ get_ipython().set_custom_exc((BaseException,), swallow)
     Attack("fake_package_on_disk", '''
 import os
 os.makedirs("autograder", exist_ok=True)
+os.makedirs("autograder/bank", exist_ok=True)
 open("autograder/__init__.py", "w").write("")
-open("autograder/bank.py", "w").write("def run_check(*a, **k):\\n    return None\\n")
+open("autograder/bank/__init__.py", "w").write("")
+open("autograder/bank/runner.py", "w").write("def run_check(*a, **k):\\n    return None\\n")
 import sys
 sys.path.insert(0, os.getcwd())
 '''),

@@ -145,7 +145,7 @@ ATTACKS = _attacks()
 #: A cell that lifts the child's own output caps and adds 30 MB to every later cell.
 FLOOD = '''
 import sys
-kernel = sys.modules["autograder.engine.kernel"]
+kernel = sys.modules["autograder.engine.child.runtime"]
 kernel.MAX_STREAM = kernel.MAX_DISPLAY = 1 << 40
 kernel.within = lambda outputs, room: (outputs, False)
 _flood = "洪" * (10 << 20)

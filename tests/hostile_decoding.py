@@ -265,7 +265,7 @@ def encoded(reply: Reply, ident: int) -> bytes:
 
 _PATCH = '''
 import sys as _sys
-_wire = _sys.modules["autograder.engine.wire"]
+_wire = _sys.modules["autograder.engine.protocol.codec"]
 _NAMES = {names!r}
 '''
 

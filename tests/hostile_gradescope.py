@@ -84,7 +84,7 @@ for wheel in glob.glob("ROOT_PATH/source/wheels/*.whl"):
 for name in [m for m in sys.modules if m == "autograder" or m.startswith("autograder.")]:
     del sys.modules[name]
 try:
-    from autograder.reference import attention as _ra, attention_weights as _rw
+    from autograder.bank.lib.reference import attention as _ra, attention_weights as _rw
     routes["package"] = _ra.__module__
 except Exception as e:
     _ra = _rw = None

@@ -5,7 +5,7 @@
 ``ENOSYS`` (what Docker's profile answers), for this process and everything it starts,
 then, with ``--uid``, drops to that uid and gid (an unprivileged grader), and execs
 ``COMMAND``. Run with the interpreter and ``PYTHONPATH`` of the bundle under test: the
-filter is :func:`autograder.engine.seccomp.deny`.
+filter is :func:`autograder.engine.child.seccomp.deny`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import errno
 import os
 import sys
 
-from autograder.engine import seccomp
+from autograder.engine.child import seccomp
 
 #: What Docker's default profile answers for the calls the sandbox's namespaces need.
 REFUSED = {"unshare": errno.EPERM, "mount": errno.EPERM, "umount2": errno.EPERM,

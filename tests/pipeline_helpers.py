@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.course import new_course
+from autograder.authoring.course import new_course
 from autograder.samples import sample_class, write_class
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -43,7 +43,7 @@ def core_solution_lines() -> int:
     writes; comments and blank lines left out)."""
     import re
 
-    from autograder.notebooks import SOLUTION_BEGIN, SOLUTION_END
+    from autograder.engine.host.hidden import SOLUTION_BEGIN, SOLUTION_END
 
     count = 0
     for cell in _source().cells:

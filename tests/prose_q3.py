@@ -15,8 +15,8 @@ import nbformat
 import numpy as np
 from lecture import ROOT
 
-from autograder import reference as ref
 from autograder.bank import q3
+from autograder.bank.lib import reference as ref
 
 GIVEN: set[str] = {
     "40",     # the core's estimated minutes (an estimate, stated in the intro's metadata too)

@@ -7,7 +7,7 @@ from functools import cache
 
 import numpy as np
 
-from autograder import notebooks as nbs
+from autograder.authoring import cells as nbs
 
 A = "q4_single_token"
 

@@ -15,7 +15,8 @@ import pytest
 from helpers import hidden_calls, solution_namespace, visible_failures
 
 from autograder import bank
-from autograder.notebooks import Variant
+from autograder.bank import runner
+from autograder.samples.variants import Variant
 
 SEEDS = range(200)
 
@@ -62,7 +63,7 @@ def _surviving(call: tuple[str, list[str]], ns, assignment: str, seeds: list[int
     left = []
     for seed in seeds:
         _WatchedContext.made.clear()
-        outcome = bank.evaluate(name, values, seed=seed)
+        outcome = runner.evaluate(name, values, seed=seed)
         assert outcome.status != "error", f"{assignment} {name} broke:\n{outcome.detail}"
         if outcome.passed:
             left.append(seed)

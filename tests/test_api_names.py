@@ -8,7 +8,7 @@ from collections import defaultdict
 import nbformat
 from lecture import ASSIGNMENT_ORDER, ROOT
 
-from autograder.notebooks import strip_markers
+from autograder.engine.host.hidden import strip_markers
 
 
 def _signatures() -> dict[str, dict[str, str]]:

@@ -41,11 +41,11 @@ from browser_helpers import (
 from hostile_browser import ATTACKS, CHATTY, FLOOD, PREBAKED
 from pipeline_helpers import ROOT
 
-from autograder import notebooks as nbs
-from autograder.engine import feedback as feedback_page
-from autograder.engine.outputs import SAFE_MIME, clean_outputs
-from autograder.engine.settings import GradeSettings
-from autograder.grade import grade
+from autograder.authoring import cells as nbs
+from autograder.engine.host import feedback_page
+from autograder.engine.host.outputs import SAFE_MIME, clean_outputs
+from autograder.integrations.nbgrader.grade import grade
+from autograder.settings import GradeSettings
 
 pytestmark = pytest.mark.e2e
 needs_chromium = pytest.mark.skipif(BROWSER is None,

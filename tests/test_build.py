@@ -10,8 +10,10 @@ import pytest
 from click.testing import CliRunner
 from pipeline_helpers import ROOT, A, mini_repo, read_nb
 
-from autograder import notebooks as nbs
-from autograder.build import HEADER_ID, build, normalise, present_assignments
+from autograder.authoring import cells as nbs
+from autograder.authoring.build import build, present_assignments
+from autograder.authoring.manifests import normalise
+from autograder.authoring.views import HEADER_ID
 from autograder.cli import main
 
 VIEWS = ("release", "solutions", "exercises")
@@ -44,7 +46,7 @@ def test_student_views_hold_no_solution_hidden_tests_or_reference(view):
     assert notebooks, f"no committed {view}/ notebooks: run `autograder build`"
     for a, nb in notebooks:
         text = "\n".join(c.source for c in nb.cells)
-        for marker in (nbs.SOLUTION_BEGIN, nbs.HIDDEN_BEGIN, "run_check", "autograder.reference",
+        for marker in (nbs.SOLUTION_BEGIN, nbs.HIDDEN_BEGIN, "run_check", "autograder.bank.lib.reference",
                        "from autograder import reference"):
             assert marker not in text, f"{view}/{a} contains {marker!r}"
         # the exercises edition shows written answers' model answers, folded, on purpose

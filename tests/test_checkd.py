@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import checkd
-from autograder.selfcheck import run_check_notebook
+from autograder.integrations.selfcheck import daemon as checkd
+from autograder.integrations.selfcheck.check import run_check_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "solutions" / "q1_value_scaling" / "q1_value_scaling.ipynb"
@@ -39,7 +39,7 @@ def runtime(monkeypatch):
 def _daemon(runtime, key: str | None = None) -> subprocess.Popen:
     folder, started = runtime
     log = open(folder / f"daemon-{len(started)}.log", "wb")  # noqa: SIM115 - the child's
-    proc = subprocess.Popen([sys.executable, "-m", "autograder.checkd", key or checkd.package_key()],
+    proc = subprocess.Popen([sys.executable, "-m", "autograder.integrations.selfcheck.daemon", key or checkd.package_key()],
                             stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=folder)
     log.close()
     started.append(proc)

@@ -10,13 +10,15 @@ from click.testing import CliRunner
 from pipeline_helpers import ROOT, A, read_nb, write_nb
 
 from autograder import __version__
-from autograder.build import normalise, self_check_source
+from autograder.authoring.course import find_root
+from autograder.authoring.manifests import normalise
+from autograder.authoring.views import self_check_source
 from autograder.cli import main
-from autograder.course import find_root
-from autograder.engine.hidden import check_calls
-from autograder.engine.manifest import load, release_notebook
-from autograder.engine.pipeline import Job, PutBackTests, RestoreMetadata
-from autograder.engine.settings import DEFAULTS
+from autograder.engine.host.hidden import check_calls
+from autograder.engine.host.job import Job
+from autograder.engine.host.manifest import load, release_notebook
+from autograder.engine.host.prepare import PutBackTests, RestoreMetadata
+from autograder.settings import DEFAULTS
 
 COMMANDS = ["build", "grade", "check", "demo"]
 
@@ -94,7 +96,7 @@ def test_find_root_from_a_subdirectory(monkeypatch):
 
 
 def test_self_check_cells_call_the_hidden_checks():
-    source = ('x = 1\nassert x\n### BEGIN HIDDEN TESTS\nfrom autograder.bank import run_check\n'
+    source = ('x = 1\nassert x\n### BEGIN HIDDEN TESTS\nfrom autograder.bank.runner import run_check\n'
               'run_check("q1.hand_example", weights_2I=weights_2I,\n'
               '          output_2I=output_2I)\n### END HIDDEN TESTS')
     code = self_check_source(check_calls(source))

@@ -8,11 +8,11 @@ import pytest
 from click.testing import CliRunner
 from pipeline_helpers import ROOT, A, mini_repo, read_nb, write_nb
 
-from autograder import notebooks as nbs
+from autograder.authoring import cells as nbs
 from autograder.cli import main
-from autograder.demo import demo
-from autograder.engine.manifest import load, release_notebook
+from autograder.engine.host.manifest import load, release_notebook
 from autograder.samples import PERFECT, mistakes
+from autograder.samples.demo import demo
 
 pytestmark = pytest.mark.e2e
 

@@ -11,23 +11,26 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from autograder.engine import wire
-from autograder.engine.errors import ChildGone, Interrupted, Missing, Raised
-from autograder.engine.hidden import HiddenTestError, check_calls
-from autograder.engine.outputs import clean_outputs
-from autograder.engine.proxy import Zygote, call_deadline
-from autograder.engine.sandbox import SandboxLimits
-from autograder.engine.srepr import SreprError, from_srepr
-from autograder.testfn import TestFunction
+from autograder.engine.host import decode
+from autograder.engine.host.hidden import check_calls
+from autograder.engine.host.outputs import clean_outputs
+from autograder.engine.host.sympy_reader import SreprError, from_srepr
+from autograder.engine.host.zygote_link import Zygote
+from autograder.engine.protocol import codec, wire
+from autograder.engine.protocol.deadline import call_deadline
+from autograder.engine.protocol.faults import ChildGone, Interrupted, Missing, Raised
+from autograder.engine.protocol.limits import SandboxLimits
+from autograder.engine.protocol.testfn import TestFunction
+from autograder.errors import HiddenTestError
 
 # ------------------------------------------------------------------ the wire
 
 
 def _roundtrip(value):
     blobs: list[bytes] = []
-    handles = wire.HandleTable()
-    encoded = wire.encode_for_host(value, blobs, handles)
-    return wire.decode_from_child(encoded, blobs, remote=lambda h, t: ("remote", h, t))
+    handles = codec.HandleTable()
+    encoded = codec.encode_for_host(value, blobs, handles)
+    return decode.decode_from_child(encoded, blobs, remote=lambda h, t: ("remote", h, t))
 
 
 @pytest.mark.parametrize("value", [
@@ -58,7 +61,7 @@ def test_what_is_not_data_arrives_opaque_or_as_a_handle():
         def __array__(self, dtype=None, copy=None):
             raise RuntimeError("no")
 
-    assert isinstance(_roundtrip(Rigged()), wire.Opaque)
+    assert isinstance(_roundtrip(Rigged()), codec.Opaque)
     assert _roundtrip(len)[0] == "remote"
     sub = np.arange(3.0).view(type("Sub", (np.ndarray,), {"__eq__": lambda s, o: True}))
     assert type(_roundtrip(sub)) is np.ndarray
@@ -71,14 +74,14 @@ def test_what_is_not_data_arrives_opaque_or_as_a_handle():
 ])
 def test_the_host_refuses_malformed_values(bad):
     with pytest.raises(wire.WireError):
-        wire.decode_from_child(bad, [], remote=lambda h, t: None)
+        decode.decode_from_child(bad, [], remote=lambda h, t: None)
 
 
 def test_object_arrays_and_pickles_are_refused():
     buf = io.BytesIO()
     np.save(buf, np.array([object()], dtype=object), allow_pickle=True)
     with pytest.raises(wire.WireError):
-        wire.decode_from_child({"$": "ndarray", "blob": 0}, [buf.getvalue()],
+        decode.decode_from_child({"$": "ndarray", "blob": 0}, [buf.getvalue()],
                                remote=lambda h, t: None)
 
 
@@ -86,12 +89,12 @@ def test_arguments_for_student_code_include_generators_and_test_functions():
     rng = np.random.default_rng(7)
     f = TestFunction("def f(Z):\n    return np.tanh(Z) + bump\n", "tanh", data={"bump": 1.0})
     blobs: list[bytes] = []
-    encoded = wire.encode_for_child([rng, f, np.eye(2)], blobs)
-    rng2, f2, eye = wire.decode_from_host(encoded, blobs)
+    encoded = codec.encode_for_child([rng, f, np.eye(2)], blobs)
+    rng2, f2, eye = codec.decode_from_host(encoded, blobs)
     assert rng2.integers(1000) == np.random.default_rng(7).integers(1000)
     assert np.allclose(f2(np.zeros(2)), 1.0) and np.array_equal(eye, np.eye(2))
     with pytest.raises(wire.WireError):
-        wire.encode_for_child(lambda z: z, [])
+        codec.encode_for_child(lambda z: z, [])
 
 
 # ------------------------------------------------------------------ SymPy reader
@@ -119,7 +122,7 @@ def test_the_sympy_reader_builds_without_evaluating():
 
 
 def test_hidden_regions_are_read_as_data():
-    source = ("x = 1\n### BEGIN HIDDEN TESTS\nfrom autograder.bank import run_check\n"
+    source = ("x = 1\n### BEGIN HIDDEN TESTS\nfrom autograder.bank.runner import run_check\n"
               "run_check(\"q1.softmax\", softmax=softmax)\n### END HIDDEN TESTS")
     [call] = check_calls(source)
     assert (call.name, call.values) == ("q1.softmax", {"softmax": "softmax"})
@@ -127,7 +130,7 @@ def test_hidden_regions_are_read_as_data():
 
 @pytest.mark.parametrize("region", [
     "import os", "run_check('q1.softmax', softmax=lambda z: z)", "run_check(name, softmax=f)",
-    "run_check('q1.softmax', **values)", "print(1)", "from autograder.bank import run_check as rc",
+    "run_check('q1.softmax', **values)", "print(1)", "from autograder.bank.runner import run_check as rc",
 ])
 def test_anything_else_in_a_hidden_region_is_an_authoring_error(region):
     with pytest.raises(HiddenTestError):
@@ -321,7 +324,7 @@ def test_a_finished_tight_layout_prints_the_same_pixels_without_its_extra_draw()
     from IPython.core.pylabtools import print_figure
     from matplotlib.figure import Figure
 
-    from autograder.engine.kernel import prepare
+    from autograder.engine.child.runtime import prepare
 
     kernel = prepare(warm=False)
     code = ("import matplotlib.pyplot as plt\nfig, ax = plt.subplots(1, 2, figsize=(5, 2))\n"
@@ -378,8 +381,8 @@ def test_a_closed_link_leaves_no_child_behind_retired_or_asked_ahead(zygote):
     lambda x, y: sp.Matrix(0, 2, []),
 ])
 def test_the_childs_fast_srepr_reads_back_as_srepr_does(make):
-    from autograder.engine.srepr import from_srepr
-    from autograder.engine.sreprfast import fast_srepr
+    from autograder.engine.host.sympy_reader import from_srepr
+    from autograder.engine.protocol.sympy_writer import fast_srepr
 
     x, y = sp.Symbol("x", positive=True), sp.Symbol("y")
     value = make(x, y)
@@ -394,7 +397,7 @@ def test_the_childs_fast_srepr_reads_back_as_srepr_does(make):
 
 
 def test_the_fast_srepr_prints_a_repeated_subexpression_once():
-    from autograder.engine import sreprfast
+    from autograder.engine.protocol import sympy_writer as sreprfast
 
     x = sp.Symbol("x")
     shared = sp.exp(x) + sp.exp(2 * x)

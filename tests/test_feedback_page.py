@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from pipeline_helpers import ROOT, A, without_plots
 
-from autograder import notebooks as nbs
-from autograder.engine.manifest import load, release_notebook
-from autograder.engine.settings import GradeSettings
-from autograder.grade import grade
+from autograder.authoring import cells as nbs
+from autograder.engine.host.manifest import load, release_notebook
+from autograder.integrations.nbgrader.grade import grade
 from autograder.samples import PERFECT, mistakes
+from autograder.settings import GradeSettings
 
 pytestmark = pytest.mark.e2e
 

@@ -19,11 +19,13 @@ from click.testing import CliRunner
 from pipeline_helpers import ROOT, A, read_nb, sample_submissions, without_plots, write_nb
 
 from autograder import bank
+from autograder.authoring.course import nbgrader, read_scores
 from autograder.cli import main
-from autograder.course import nbgrader, read_scores
-from autograder.engine.manifest import load
-from autograder.engine.settings import GradeSettings
-from autograder.grade import GRADER_ERROR, grade
+from autograder.engine.host.manifest import load
+from autograder.integrations.nbgrader.grade import grade
+from autograder.settings import GradeSettings, RowStatus
+
+GRADER_ERROR = RowStatus.GRADER_ERROR
 
 pytestmark = pytest.mark.e2e
 
@@ -219,7 +221,7 @@ def test_a_new_course_gets_a_private_salt(batch):
 
 
 def test_the_salt_file_is_created_private_and_reused(tmp_path):
-    from autograder.salt import load_salt
+    from autograder.grading.salt import load_salt
 
     first = load_salt(course=tmp_path)
     path = tmp_path / ".autograder-salt"
@@ -263,9 +265,9 @@ def test_cli_grade_from_a_subdirectory_exits_0_with_low_scores(batch, tmp_path):
 
 
 def _graded(student: str, score: float):
-    from autograder.engine.manifest import load
-    from autograder.engine.pipeline import CellResult
-    from autograder.engine.pool import Graded, Task
+    from autograder.engine.host.job import CellResult
+    from autograder.engine.host.manifest import load
+    from autograder.engine.host.pool import Graded, Task
 
     cells = [CellResult(c.grade_id, c.grade_id, c.points, c.is_manual,
                         score=None if c.is_manual else min(score, c.points))
@@ -276,8 +278,8 @@ def _graded(student: str, score: float):
 def test_the_gradebook_gets_a_whole_batch_or_none_of_it(tmp_path):
     """Submissions are recorded as they arrive, in one transaction: an aborted batch
     (the grading around it failed) leaves no row; a closed one leaves every row."""
-    from autograder.engine.gradebook import GradebookWriter, open_gradebook
-    from autograder.engine.manifest import load
+    from autograder.engine.host.gradebook import GradebookWriter, open_gradebook
+    from autograder.engine.host.manifest import load
 
     path = tmp_path / "gradebook.db"
     aborted = GradebookWriter(path, {A: load(A)})
@@ -305,7 +307,7 @@ def test_a_dying_worker_loses_only_its_own_submission(monkeypatch, tmp_path):
     grading is graded by another worker, not reported lost."""
     import os as os_module
 
-    from autograder.engine import pool
+    from autograder.engine.host import pool
 
     real = pool._grade_one
 
@@ -326,17 +328,17 @@ def test_a_sandbox_that_cannot_start_is_one_clear_error_and_writes_nothing(monke
     import subprocess
     import sys
 
-    from autograder.course import CourseError
-    from autograder.engine import proxy
+    from autograder.engine.host import zygote_link
+    from autograder.errors import CourseError
 
     real = subprocess.Popen
 
     def no_zygote(args, **kwargs):
-        if "autograder.engine.zygote" in args:
+        if "autograder.engine.child.zygote" in args:
             args = [sys.executable, "-c", "import sys; sys.exit('no namespaces for you')"]
         return real(args, **kwargs)
 
-    monkeypatch.setattr(proxy.subprocess, "Popen", no_zygote)
+    monkeypatch.setattr(zygote_link.subprocess, "Popen", no_zygote)
     subs = tmp_path / "submitted"
     write_nb(read_nb(ROOT / "release" / A / f"{A}.ipynb"), subs / "ann" / A / f"{A}.ipynb")
     out = tmp_path / "out"

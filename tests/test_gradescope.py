@@ -22,11 +22,11 @@ from click.testing import CliRunner
 from pipeline_helpers import A, read_nb, sample_submissions, without_plots
 
 from autograder.cli import main
-from autograder.engine.manifest import load
-from autograder.engine.settings import STUDENT_UID, GradeSettings
-from autograder.grade import grade
-from autograder.gradescope import FALLBACK, make_bundle
-from autograder.gradescope_run import run
+from autograder.engine.host.manifest import load
+from autograder.integrations.gradescope.bundle import FALLBACK, make_bundle
+from autograder.integrations.gradescope.run import run
+from autograder.integrations.nbgrader.grade import grade
+from autograder.settings import STUDENT_UID, GradeSettings
 
 pytestmark = pytest.mark.e2e
 
@@ -277,9 +277,9 @@ def test_cli_writes_the_bundle_and_refuses_bad_input(tmp_path):
 
 
 def test_a_sandbox_that_cannot_start_is_retried_without_namespaces(monkeypatch, capsys):
-    import autograder.grade as grade_module
-    from autograder import gradescope_run
-    from autograder.engine.pool import SandboxUnavailable
+    import autograder.grading.batch as grade_module
+    from autograder.errors import SandboxUnavailable
+    from autograder.integrations.gradescope import run as gradescope_run
 
     calls = []
 
@@ -296,9 +296,9 @@ def test_a_sandbox_that_cannot_start_is_retried_without_namespaces(monkeypatch, 
 
 
 def test_an_engine_crash_is_zero_and_said_to_be_the_graders_fault():
-    from autograder.engine.pool import Graded, Task
-    from autograder.grade import Result
-    from autograder.gradescope_run import CRASHED, BundleConfig, results_for
+    from autograder.engine.host.pool import Graded, Task
+    from autograder.grading.batch import Result
+    from autograder.integrations.gradescope.run import CRASHED, BundleConfig, results_for
 
     graded = Graded(Task("s", A, Path(".")), crashed="Traceback: a bug")
     row = Result("s", A, status="grader-error", auto_max=load(A).auto_max)

@@ -36,13 +36,13 @@ from gradescope_env import (
 from hostile_gradescope import KILL_GRADER, QUIET
 from pipeline_helpers import ROOT as REPO
 
-from autograder import notebooks as nbs
-from autograder.engine.manifest import load
-from autograder.engine.settings import STUDENT_SLOTS, STUDENT_UID, GradeSettings
-from autograder.engine.studentuser import WORLD_WRITABLE
-from autograder.gradescope import FALLBACK, make_bundle
-from autograder.gradescope_run import REFUSED
+from autograder.authoring import cells as nbs
+from autograder.engine.child.studentuser import WORLD_WRITABLE
+from autograder.engine.host.manifest import load
+from autograder.integrations.gradescope.bundle import FALLBACK, make_bundle
+from autograder.integrations.gradescope.run import REFUSED
 from autograder.samples import expected_losses, mistakes
+from autograder.settings import STUDENT_SLOTS, STUDENT_UID, GradeSettings
 
 pytestmark = pytest.mark.e2e
 

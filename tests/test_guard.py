@@ -12,14 +12,17 @@ from pathlib import Path
 import pytest
 from pipeline_helpers import A, read_nb, write_nb
 
-from autograder import grade as grading
-from autograder.engine import gradebook as gradebook_module
-from autograder.engine import pool
-from autograder.engine.gradebook import GradebookWriter, open_gradebook
-from autograder.engine.manifest import load
-from autograder.engine.pipeline import CellResult
-from autograder.engine.settings import GradeSettings
-from autograder.grade import GRADER_ERROR, Guard, grade
+from autograder.engine.host import gradebook as gradebook_module
+from autograder.engine.host import pool
+from autograder.engine.host.gradebook import GradebookWriter, open_gradebook
+from autograder.engine.host.job import CellResult
+from autograder.engine.host.manifest import load
+from autograder.grading import batch as grading
+from autograder.grading.guard import Guard
+from autograder.integrations.nbgrader.grade import grade
+from autograder.settings import GradeSettings, RowStatus
+
+GRADER_ERROR = RowStatus.GRADER_ERROR
 
 STUDENTS = ("ann", "bob", "cat", "dan", "eve")
 SETTINGS = GradeSettings(salt="test-guard")

@@ -19,11 +19,11 @@ import pytest
 from hostile import ATTACKS, DAEMON_MARK, FILE_MARK
 from pipeline_helpers import ROOT, without_plots
 
-from autograder import notebooks as nbs
-from autograder.engine.manifest import load, release_notebook
-from autograder.engine.settings import GradeSettings
-from autograder.grade import grade
+from autograder.authoring import cells as nbs
+from autograder.engine.host.manifest import load, release_notebook
+from autograder.integrations.nbgrader.grade import grade
 from autograder.samples import PERFECT, mistakes
+from autograder.settings import GradeSettings
 
 pytestmark = pytest.mark.e2e
 

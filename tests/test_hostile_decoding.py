@@ -22,6 +22,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import sympy as sp
+from boundary import evaluate_across
 from hostile_decoding import (
     CODE_MARK,
     HUGE_LEGAL,
@@ -32,13 +33,14 @@ from hostile_decoding import (
     frame,
 )
 
-from autograder import bank
-from autograder.engine import budgets, jsonguard, npyread, pipeline, wire
-from autograder.engine.hidden import CheckCall
-from autograder.engine.hostdecode import decode_from_child
-from autograder.engine.proxy import Child
-from autograder.engine.srepr import SreprError, from_srepr
-from autograder.symbolic import is_equivalent
+from autograder.bank import runner
+from autograder.bank.lib.symbolic import is_equivalent
+from autograder.engine.host import execute, npyread
+from autograder.engine.host.decode import decode_from_child
+from autograder.engine.host.hidden import CheckCall
+from autograder.engine.host.proxy import Child
+from autograder.engine.host.sympy_reader import SreprError, from_srepr
+from autograder.engine.protocol import budgets, jsonguard, wire
 
 # ------------------------------------------------------------------ the SymPy reader
 
@@ -57,7 +59,7 @@ def test_a_huge_but_legal_expression_is_read_and_judged_quickly():
     start = time.monotonic()
     value = from_srepr(text)
     read = time.monotonic() - start
-    outcome = bank.evaluate("q1.w11_exact", {"w11_exact": value})
+    outcome = evaluate_across("q1.w11_exact", {"w11_exact": value})
     assert outcome.status == "failed" and read < 2.0
     assert time.monotonic() - start < 15.0
 
@@ -79,8 +81,8 @@ def test_a_value_that_is_nan_at_a_point_differs_there():
 def test_the_helpers_refuse_non_finite_and_huge_values_with_a_reason():
     """Later code compares what a helper returns: ``nan > limit`` is False, so a helper
     that let NaN through would let it pass every ``if got > limit: fail(...)``."""
-    from autograder.compare import CheckFailed, as_array, as_number
-    from autograder.symbolic import as_expression, as_matrix
+    from autograder.bank.lib.compare import CheckFailed, as_array, as_number
+    from autograder.bank.lib.symbolic import as_expression, as_matrix
 
     c = sp.Symbol("c")
     refused = [(as_number, float("nan"), "有限"), (as_number, float("-inf"), "有限"),
@@ -123,7 +125,7 @@ def test_text_is_never_parsed_as_code(name, keyword):
     """``sp.Matrix([["..."]])`` and ``sympify("...")`` would run the text as Python."""
     Path(CODE_MARK).unlink(missing_ok=True)
     for trick in ("code_in_strings", "string"):
-        assert bank.evaluate(name, {keyword: VALUES[trick]()}).status == "failed"
+        assert evaluate_across(name, {keyword: VALUES[trick]()}).status == "failed"
     assert not is_equivalent("exp(1)", sp.E) and not is_equivalent([["1"]], sp.Integer(1))
     assert not Path(CODE_MARK).exists()
 
@@ -233,21 +235,15 @@ def fake_child():
         fake.close()
 
 
-#: ``bank.evaluate`` itself: conftest wraps it to send in-process values through the wire
-#: format, which would wrap the fake child's proxies in a second, forgiving layer.
-_EVALUATE = bank.evaluate
-
-
 @pytest.fixture
 def short_gets(monkeypatch):
     """The values come from the fake child's socket only; deadlines of a second (a silent
     child costs 1 s, then the 2 s of grace)."""
-    assert _EVALUATE.__qualname__ == "evaluate"
-    monkeypatch.setattr(bank, "evaluate", _EVALUATE)
-    calls = bank._student_calls
-    monkeypatch.setattr(pipeline, "GET_SECONDS", 1.0)
-    monkeypatch.setattr(pipeline, "FETCH_SECONDS", 4.0)
-    monkeypatch.setattr(bank, "_student_calls", lambda seconds: calls(1.0))
+    from autograder.engine.protocol.deadline import call_deadline
+
+    monkeypatch.setattr(execute, "GET_SECONDS", 1.0)
+    monkeypatch.setattr(execute, "FETCH_SECONDS", 4.0)
+    monkeypatch.setattr(runner, "call_deadline", lambda _when: call_deadline(time.monotonic() + 1))
 
 
 def _job() -> SimpleNamespace:
@@ -264,7 +260,7 @@ def _seconds(reply) -> float:
 def test_a_crafted_reply_to_get_is_the_student_s_failure(fake_child, short_gets, reply):
     fake = fake_child([reply])
     start = time.monotonic()
-    outcome = pipeline._evaluate(_job(), fake.child, CheckCall("q1.w11_exact",
+    outcome = execute._evaluate(_job(), fake.child, CheckCall("q1.w11_exact",
                                                                {"w11_exact": "w11_exact"}))
     assert outcome.status == "failed", outcome
     assert time.monotonic() - start < _seconds(reply)
@@ -276,7 +272,7 @@ def test_a_crafted_reply_to_call_is_the_student_s_failure(fake_child, short_gets
     function = {"value": {"$": "function", "handle": 0, "type": "function"}}
     fake = fake_child([function, reply])
     start = time.monotonic()
-    outcome = pipeline._evaluate(_job(), fake.child, CheckCall("q1.softmax",
+    outcome = execute._evaluate(_job(), fake.child, CheckCall("q1.softmax",
                                                                {"softmax": "softmax"}))
     assert outcome.status == "failed", outcome
     assert time.monotonic() - start < _seconds(reply)
@@ -284,7 +280,7 @@ def test_a_crafted_reply_to_call_is_the_student_s_failure(fake_child, short_gets
 
 def test_decoding_too_slow_is_stopped_by_the_host_s_time_limit(fake_child, short_gets,
                                                                 monkeypatch):
-    import autograder.engine.hostdecode as hostdecode
+    import autograder.engine.host.decode as hostdecode
 
     def slow(*args, **kwargs):
         time.sleep(60)
@@ -293,33 +289,33 @@ def test_decoding_too_slow_is_stopped_by_the_host_s_time_limit(fake_child, short
     monkeypatch.setitem(hostdecode._DECODERS, "sympy", slow)
     fake = fake_child([{"value": {"$": "sympy", "srepr": "Integer(1)"}}])
     start = time.monotonic()
-    outcome = pipeline._evaluate(_job(), fake.child, CheckCall("q1.w11_exact",
+    outcome = execute._evaluate(_job(), fake.child, CheckCall("q1.w11_exact",
                                                                {"w11_exact": "w11_exact"}))
     assert outcome.status == "failed" and "秒" in outcome.message
-    assert time.monotonic() - start < pipeline.FETCH_SECONDS + 1
+    assert time.monotonic() - start < execute.FETCH_SECONDS + 1
 
 
 def test_a_fault_of_the_host_s_decoder_on_hostile_data_is_still_the_student_s(
         fake_child, short_gets, monkeypatch):
-    import autograder.engine.hostdecode as hostdecode
+    import autograder.engine.host.decode as hostdecode
 
     def broken(*args, **kwargs):
         raise KeyError("a decoder bug")
 
     monkeypatch.setitem(hostdecode._DECODERS, "tuple", broken)
     fake = fake_child([{"value": {"$": "tuple", "items": []}}])
-    outcome = pipeline._evaluate(_job(), fake.child, CheckCall("q1.w11_exact",
+    outcome = execute._evaluate(_job(), fake.child, CheckCall("q1.w11_exact",
                                                                {"w11_exact": "w11_exact"}))
     assert outcome.status == "failed" and "无法解码" in outcome.message
 
 
 def test_a_function_returning_what_is_not_data_is_told_so():
-    outcome = bank.evaluate("q1.softmax", {"softmax": lambda *args, **kwargs: object()})
+    outcome = evaluate_across("q1.softmax", {"softmax": lambda *args, **kwargs: object()})
     assert outcome.status == "failed" and "object 对象无法读取" in outcome.message
 
 
 def test_a_time_limit_mid_message_ends_the_child(fake_child, short_gets):
-    from autograder.symbolic import TimeLimit, time_limit
+    from autograder.engine.protocol.deadline import TimeLimit, time_limit
 
     fake = fake_child([frame(b'{"id": 1, "value": 1}')[:5]])  # half a message, then silence
     with pytest.raises(TimeLimit), time_limit(0.5):

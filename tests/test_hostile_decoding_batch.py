@@ -16,11 +16,11 @@ import pytest
 from hostile_decoding import child_tricks
 from pipeline_helpers import ROOT, without_plots
 
-from autograder import notebooks as nbs
-from autograder.engine.manifest import load, release_notebook
-from autograder.engine.settings import GradeSettings
-from autograder.grade import grade
+from autograder.authoring import cells as nbs
+from autograder.engine.host.manifest import load, release_notebook
+from autograder.integrations.nbgrader.grade import grade
 from autograder.samples import mistakes
+from autograder.settings import GradeSettings
 
 pytestmark = pytest.mark.e2e
 
@@ -77,7 +77,7 @@ get_ipython().events.register("post_run_cell", _swap)
 
 def _checked_names() -> list[str]:
     """Every variable the manifest's hidden checks read (not cell names: those change)."""
-    return sorted({var for spec in load(A).tests for call in spec.checks
+    return sorted({var for spec in load(A).cells if spec.is_test for call in spec.checks
                    for var in call.values.values()})
 
 

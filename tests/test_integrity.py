@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.integrity import MAX_CELL, MAX_TOTAL, TOO_DEEP, TOO_LONG, scan_cells, scan_source
+from autograder.engine.host.integrity import (
+    MAX_CELL,
+    MAX_TOTAL,
+    TOO_DEEP,
+    TOO_LONG,
+    scan_cells,
+    scan_source,
+)
 
 
 @pytest.mark.parametrize("source, reason", [

@@ -20,10 +20,11 @@ import pytest
 from click.testing import CliRunner
 from pipeline_helpers import ROOT, A, read_nb, sample_submissions, without_plots
 
-from autograder import lms
 from autograder.cli import main
-from autograder.course import CourseError
-from autograder.export import CANVAS_HEADER, MOODLE_HEADER, export
+from autograder.errors import CourseError
+from autograder.integrations.lms import intake as lms
+from autograder.integrations.lms import unzip
+from autograder.integrations.lms.export import CANVAS_HEADER, MOODLE_HEADER, export
 
 SALT = "test-lms"
 CANVAS_FILES = {  # Canvas's names: <name>_[LATE_]<user id>_<attachment id>_<file>
@@ -233,7 +234,7 @@ def test_unsafe_zips_are_refused(tmp_path, name, link, words):
 
 
 def test_a_member_larger_than_the_limit_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(lms, "MAX_NOTEBOOK", 100)
+    monkeypatch.setattr(unzip, "MAX_NOTEBOOK", 100)
     download = _zip(tmp_path / "big.zip", {"amy_7_100_q1_value_scaling.ipynb": b"x" * 1000})
     with pytest.raises(CourseError, match="larger than"):
         lms.open_download(download, assignment=None, work=tmp_path / "work")

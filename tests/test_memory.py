@@ -14,16 +14,13 @@ from pathlib import Path
 import pytest
 from hostile_class import HOARD, held_mb
 
-from autograder.engine import memcg
-from autograder.engine.proxy import Zygote
-from autograder.engine.sandbox import (
-    COUNTED,
-    REFUSED,
-    UNBOUNDED,
-    SandboxLimits,
-    address_space_limit,
-    tmpfs_bytes,
-)
+from autograder.engine.child.sandbox import address_space_limit, tmpfs_bytes
+from autograder.engine.host import memcg
+from autograder.engine.host.zygote_link import Zygote
+from autograder.engine.protocol.limits import SandboxLimits, SharedMemory
+
+COUNTED, REFUSED, UNBOUNDED = SharedMemory.COUNTED, SharedMemory.REFUSED, SharedMemory.UNBOUNDED
+
 
 LIMIT_MB = 256
 CHUNK_MB = 32  # what the bombs' holder takes before its first step

@@ -15,13 +15,13 @@ import pytest
 from lecture import ASSIGNMENT_ORDER
 from pipeline_helpers import ROOT, without_plots
 
-from autograder import notebooks as nbs
-from autograder.course import nbgrader, read_scores
-from autograder.engine.gradebook import write_gradebook
-from autograder.engine.manifest import load, release_notebook
-from autograder.engine.settings import GradeSettings
-from autograder.grade import grade
+from autograder.authoring import cells as nbs
+from autograder.authoring.course import nbgrader, read_scores
+from autograder.engine.host.gradebook import write_gradebook
+from autograder.engine.host.manifest import load, release_notebook
+from autograder.integrations.nbgrader.grade import grade
 from autograder.samples import mistakes
+from autograder.settings import GradeSettings
 
 pytestmark = pytest.mark.e2e
 

@@ -13,18 +13,26 @@ import pytest
 from browser_helpers import A, hostile_submission
 from hostile_browser import ATTACKS, PREBAKED, loader
 
-from autograder import notebooks as nbs
-from autograder.engine import feedback as feedback_page
-from autograder.engine import pipeline
-from autograder.engine.errors import ChildGone
-from autograder.engine.kernel import within
-from autograder.engine.manifest import load
-from autograder.engine.outputs import MAX_IMAGE, SAFE_MIME, OutputBudget, clean_outputs, output_size
-from autograder.engine.proxy import RUN_REPLY_SLACK, Zygote
-from autograder.engine.sandbox import SandboxLimits
-from autograder.engine.sanitize import safe_html
-from autograder.engine.settings import GradeSettings
-from autograder.feedback import BrowserSafe, markdown2html
+from autograder.authoring import cells as nbs
+from autograder.engine.child.runtime import within
+from autograder.engine.host import feedback_page, pipeline
+from autograder.engine.host.job import Job
+from autograder.engine.host.manifest import load
+from autograder.engine.host.outputs import (
+    MAX_IMAGE,
+    SAFE_MIME,
+    OutputBudget,
+    clean_outputs,
+    output_size,
+)
+from autograder.engine.host.prepare import ClearSubmittedOutputs
+from autograder.engine.host.proxy import RUN_REPLY_SLACK
+from autograder.engine.host.sanitize import safe_html
+from autograder.engine.host.zygote_link import Zygote
+from autograder.engine.protocol.faults import ChildGone
+from autograder.engine.protocol.limits import SandboxLimits
+from autograder.integrations.nbgrader.preprocessors import BrowserSafe, markdown2html
+from autograder.settings import GradeSettings
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 40).decode()
 JPEG = base64.b64encode(b"\xff\xd8\xff\xe0" + b"\0" * 40).decode()
@@ -105,7 +113,7 @@ def test_the_host_reads_no_run_reply_larger_than_its_room(zygote):
         assert reply["cut"] is True and reply["outputs"] == []
         reply = child.run("print('y' * 900_000)", seconds=20, output_bytes=None)
         assert len(reply["outputs"][0]["text"]) >= 900_000  # no room given, none enforced
-        child.run("import sys\nsys.modules['autograder.engine.kernel'].within = "
+        child.run("import sys\nsys.modules['autograder.engine.child.runtime'].within = "
                   "lambda outputs, room: (outputs, False)", seconds=20)
         with pytest.raises(ChildGone):  # a child that ignores its room is not read
             child.run("print('y' * 900_000)", seconds=20, output_bytes=900_000 - RUN_REPLY_SLACK)
@@ -140,7 +148,7 @@ class _Zygote:
 def _graded(tmp_path: Path, steps) -> nbformat.NotebookNode:
     folder = tmp_path / "sub"
     nbs.write(hostile_submission(), folder / f"{A}.ipynb")
-    job = pipeline.Job("s", A, folder, load(A), GradeSettings(), zygote=_Zygote())
+    job = Job("s", A, folder, load(A), GradeSettings(), zygote=_Zygote())
     pipeline.run(job, steps=steps)
     return job.nb
 
@@ -150,7 +158,7 @@ def test_cells_that_never_run_show_nothing_the_submission_brought(tmp_path):
     assert all(c.outputs == [] and c.execution_count is None
                for c in nb.cells if c.cell_type == "code")
     assert "widgets" not in nb.metadata
-    bare = tuple(s for s in pipeline.PIPELINE if not isinstance(s, pipeline.ClearSubmittedOutputs))
+    bare = tuple(s for s in pipeline.PIPELINE if not isinstance(s, ClearSubmittedOutputs))
     assert PREBAKED in json.dumps(_graded(tmp_path / "bare", bare), ensure_ascii=False)  # without the step
 
 

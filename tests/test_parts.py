@@ -8,10 +8,11 @@ import nbformat
 import pytest
 from pipeline_helpers import ROOT, A, mini_repo, read_nb
 
-from autograder import notebooks as nbs
-from autograder.course import CourseError, new_course
-from autograder.engine.hidden import check_calls
-from autograder.parts import ANSWER_STUB, CORE, for_release, part_of, sections
+from autograder.authoring import cells as nbs
+from autograder.authoring.course import new_course
+from autograder.authoring.parts import ANSWER_STUB, CORE, for_release, part_of, sections
+from autograder.engine.host.hidden import check_calls
+from autograder.errors import CourseError
 
 EXT = "ext-demo"
 
@@ -109,13 +110,13 @@ def _manifest(source, release, mode, course=None):
     """The manifest ``autograder build`` would write for this release."""
     import json
 
-    from autograder.build import manifest_text
-    from autograder.engine.manifest import parse
+    from autograder.authoring.manifests import manifest_text
+    from autograder.engine.host.manifest import parse
 
     if course is not None:
         return parse(json.loads(manifest_text(A, source, release, course, mode=mode)))
+    from autograder.authoring.manifests import build_manifest
     from autograder.bank import get_check
-    from autograder.engine.manifest import build_manifest
 
     titles = {call.name: get_check(call.name).title for c in source.cells
               if c.cell_type == "code" for call in check_calls(c.source)}
@@ -128,12 +129,13 @@ def test_the_engine_checks_a_practice_extension_without_scoring_it(tmp_path, sou
                                                                     practice_course):
     """A real sandboxed child runs the practice cell; its checks pass for the solution
     and fail for the blank notebook, and neither changes the automatic total."""
-    from autograder.engine.feedback import render_feedback
-    from autograder.engine.manifest import release_notebook
-    from autograder.engine.pipeline import Job, run
-    from autograder.engine.proxy import Zygote
-    from autograder.engine.settings import GradeSettings
+    from autograder.engine.host.feedback_page import render_feedback
+    from autograder.engine.host.job import Job
+    from autograder.engine.host.manifest import release_notebook
+    from autograder.engine.host.pipeline import run
+    from autograder.engine.host.zygote_link import Zygote
     from autograder.samples import PERFECT
+    from autograder.settings import GradeSettings
 
     course, release = practice_course
     manifest = _manifest(source, release, "practice", course)
@@ -160,8 +162,9 @@ def test_the_engine_checks_a_practice_extension_without_scoring_it(tmp_path, sou
 def test_graded_extensions_are_totalled_apart_from_the_core(source):
     from types import SimpleNamespace
 
-    from autograder.engine.pipeline import CellResult
-    from autograder.grade import Submission, _result
+    from autograder.engine.host.job import CellResult
+    from autograder.engine.host.pool import Submission
+    from autograder.grading.batch import _result
 
     manifest = _manifest(source, for_release(source, "graded"), "graded")
     cells = [CellResult(s.grade_id, s.title, s.points, s.is_manual, score=s.points,

@@ -15,7 +15,7 @@ import prose_q4
 import pytest
 from helpers import ROOT, solution_namespace
 
-from autograder import notebooks as nbs
+from autograder.authoring import cells as nbs
 
 NAME = "q4_single_token"
 SOURCE, RELEASE, SOLUTIONS, EXERCISES = (ROOT / edition / NAME / f"{NAME}.ipynb" for edition in

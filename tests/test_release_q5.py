@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import notebooks as nbs
+from autograder.authoring import cells as nbs
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "q5_cost_scaling"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.gradescope import FALLBACK, run_autograder_script
+from autograder.integrations.gradescope.bundle import FALLBACK, run_autograder_script
 
 HONEST = '{"score": 5.0, "output": "graded by the grader", "tests": []}'
 FORGED = '{"score": 17.0, "output": "forged", "tests": []}'

@@ -17,12 +17,12 @@ import pytest
 from lecture import ASSIGNMENT_ORDER
 from pipeline_helpers import ROOT, without_plots
 
-from autograder import notebooks as nbs
-from autograder.engine.manifest import load, release_notebook
-from autograder.engine.settings import GradeSettings
-from autograder.grade import grade
+from autograder.authoring import cells as nbs
+from autograder.engine.host.manifest import load, release_notebook
+from autograder.integrations.nbgrader.grade import grade
 from autograder.samples import expected_losses
 from autograder.samples import sample_class as full_class
+from autograder.settings import GradeSettings
 
 pytestmark = pytest.mark.e2e
 

@@ -13,10 +13,11 @@ import nbformat
 import pytest
 from pipeline_helpers import ROOT, A
 
-from autograder.engine import screening
-from autograder.engine.manifest import load
-from autograder.engine.pipeline import Job, run
-from autograder.engine.screening import (
+from autograder.engine.host import screening
+from autograder.engine.host.job import Job
+from autograder.engine.host.manifest import load
+from autograder.engine.host.pipeline import run
+from autograder.engine.host.screening import (
     MAX_CELLS,
     MAX_DEPTH,
     MAX_SOURCE,
@@ -24,8 +25,8 @@ from autograder.engine.screening import (
     parse_timestamp,
     read_notebook,
 )
-from autograder.engine.settings import GradeSettings
-from autograder.engine.stop import Stop
+from autograder.engine.host.stop import Stop
+from autograder.settings import GradeSettings
 
 RELEASE = (ROOT / "release" / A / f"{A}.ipynb").read_text(encoding="utf-8")
 

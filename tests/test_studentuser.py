@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 from gradescope_env import NOBODY, exclusive, open_base, readable_python, require_root
 
-from autograder.engine import pool, studentuser
-from autograder.engine.settings import STUDENT_SLOTS, STUDENT_UID
-from autograder.engine.studentuser import StudentUser, Users, readable_by
+from autograder.engine.child import studentuser
+from autograder.engine.child.studentuser import StudentUser, Users, readable_by
+from autograder.engine.host import pool
+from autograder.settings import STUDENT_SLOTS, STUDENT_UID
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -185,8 +186,8 @@ def test_the_protection_is_logged_once_per_batch(caplog):
 
 CHILDREN = r'''
 import json, os, signal, sys, time
-from autograder.engine.proxy import Zygote
-from autograder.engine.sandbox import SandboxLimits
+from autograder.engine.host.zygote_link import Zygote
+from autograder.engine.child.sandbox import SandboxLimits
 
 secret, host, target = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 z = Zygote(figures=False, warm=False, tokenizer=False, isolate=False)

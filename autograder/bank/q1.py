@@ -10,17 +10,17 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from .. import misconceptions as mc
-from .. import reference as ref
-from ..compare import as_array, as_bool, as_number, assert_close, assert_number_close, fail, fmt
-from ..symbolic import (
+from . import Context, check, q1_apple, q1_hand  # noqa: F401  (their checks register on import)
+from .lib import misconceptions as mc
+from .lib import reference as ref
+from .lib.compare import as_array, as_bool, as_number, assert_close, assert_number_close, fail, fmt
+from .lib.symbolic import (
     as_expression,
     assert_equivalent,
     assert_matrix_equivalent,
     canonical,
     is_equivalent,
 )
-from . import Context, check, q1_apple, q1_hand  # noqa: F401  (their checks register on import)
 
 C = sp.Symbol("c")
 W11_EXACT = sp.exp(1 / sp.sqrt(2)) / (1 + sp.exp(1 / sp.sqrt(2)))

@@ -13,10 +13,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import misconceptions as mc
-from .. import reference as ref
-from ..compare import CheckFailed, as_array, fail, fmt
 from . import Context, check
+from .lib import misconceptions as mc
+from .lib import reference as ref
+from .lib.compare import CheckFailed, as_array, fail, fmt
 
 #: Dimension 1 leans "科技/商业", dimension 2 "食物/动作"; 苹果 sits between them.
 EMBEDDING: dict[str, tuple[float, float]] = {

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import misconceptions as mc
-from .. import reference as ref
-from ..compare import CheckFailed, as_array, fail, fmt
 from . import Context, check
+from .lib import misconceptions as mc
+from .lib import reference as ref
+from .lib.compare import CheckFailed, as_array, fail, fmt
 
 #: W_v = V_SCALE·I in the thinking question (the lecture's example has 2I).
 V_SCALE = 3.0

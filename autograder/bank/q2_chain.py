@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import misconceptions as mc
-from .. import reference as ref
-from ..compare import as_array, fail
 from . import Context, check
+from .lib import misconceptions as mc
+from .lib import reference as ref
+from .lib.compare import as_array, fail
 from .q2_common import Z, generator
 from .q2_ext import GRAD_NO_SOFTMAX, JAC_DIAGONAL, _entropy
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from .. import misconceptions as mc
-from .. import reference as ref
-from ..compare import as_array, assert_close, assert_number_close, fail
-from ..symbolic import as_expression, assert_equivalent, canonical, is_equivalent
 from . import Context, check
+from .lib import misconceptions as mc
+from .lib import reference as ref
+from .lib.compare import as_array, assert_close, assert_number_close, fail
+from .lib.symbolic import as_expression, assert_equivalent, canonical, is_equivalent
 
 D_K, SIGMA_Q, SIGMA_K = sp.symbols("d_k sigma_q sigma_k")
 SYMBOLS = {"d_k": D_K, "sigma_q": SIGMA_Q, "sigma_k": SIGMA_K}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import misconceptions as mc
-from ..compare import as_array, assert_number_close, fail
 from . import Context, check
+from .lib import misconceptions as mc
+from .lib.compare import as_array, assert_number_close, fail
 from .q2_common import Z
 from .q2_common import generator as _generator
 from .q2_common import near as _near

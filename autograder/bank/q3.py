@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import misconceptions as mc
-from .. import reference as ref
-from ..compare import CheckFailed, as_array, as_bool, as_number, assert_close, fail, fmt
 from . import Context, check
 from . import q3_hand as hand
 from . import q3_probes as probes
+from . import q3_tolerance as tolerance
+from .lib import misconceptions as mc
+from .lib import reference as ref
+from .lib.compare import CheckFailed, as_array, as_bool, as_number, assert_close, fail, fmt
 
 FORGOT_SWAP = mc.register(
     "q3_forgot_swap", "忘了交换输入",
@@ -279,10 +280,10 @@ def checker_probes(ctx: Context) -> list[probes.Probe]:
 
 
 def tolerance_probes(ctx: Context) -> list[probes.Probe]:
-    """The four tolerance cases of :func:`.q3_probes.draw_tolerance`, two or three of
+    """The four tolerance cases of :func:`.q3_tolerance.draw_tolerance`, two or three of
     each, in random order: guessing every answer right has odds of at most 1 in 256."""
     X, _ = checker_inputs(ctx)
-    drawn = [probes.draw_tolerance(ctx.rng, X, case) for case in probes.TOLERANCE_CASES
+    drawn = [tolerance.draw_tolerance(ctx.rng, X, case) for case in tolerance.TOLERANCE_CASES
              for _ in range(int(ctx.rng.integers(2, 4)))]
     return [drawn[int(i)] for i in ctx.rng.permutation(len(drawn))]
 
@@ -295,6 +296,3 @@ def equivariance_checker(ctx: Context, *, is_permutation_equivariant) -> None:
 @check("q3.equivariance_tolerance", "is_permutation_equivariant：只用绝对容差 atol")
 def equivariance_tolerance(ctx: Context, *, is_permutation_equivariant) -> None:
     _grade_probes(ctx, is_permutation_equivariant, tolerance_probes(ctx))
-
-
-from . import q3_ext  # noqa: E402,F401  (registers the extensions' checks)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import misconceptions as mc
-from .. import reference as ref
-from ..compare import CheckFailed, as_array, as_bool, assert_close, fail
 from . import Context, check
 from . import q3_hand as hand
+from .lib import misconceptions as mc
+from .lib import reference as ref
+from .lib.compare import CheckFailed, as_array, as_bool, assert_close, fail
 from .q3 import EYE, attention_inputs, own_pair, pair
 from .q3_probes import random_perm
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import misconceptions as mc
-from .. import reference as ref
-from ..compare import CheckFailed, as_array, as_number, fail, fmt
 from . import Context, check
+from .lib import misconceptions as mc
+from .lib import reference as ref
+from .lib.compare import CheckFailed, as_array, as_number, fail, fmt
 
 X_OLD = ref.HAND_X
 X_NEW = ref.HAND_X[[1, 0]]

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from .. import misconceptions as mc
-from .. import reference as ref
-from ..compare import as_array, assert_close, fail
-from ..symbolic import as_matrix, is_equivalent
 from . import Context, check
+from .lib import misconceptions as mc
+from .lib import reference as ref
+from .lib.compare import as_array, assert_close, fail
+from .lib.symbolic import as_matrix, is_equivalent
 from .q3_probes import random_perm
 
 INVERSE_P = mc.register(

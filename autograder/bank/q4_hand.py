@@ -18,10 +18,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import misconceptions as mc
-from .. import reference as ref
-from ..compare import CheckFailed, as_array, fail, fmt
 from . import Context, check
+from .lib import misconceptions as mc
+from .lib import reference as ref
+from .lib.compare import CheckFailed, as_array, fail, fmt
 
 #: Marks allow the lecture's rounding to 3 decimals (relative and absolute).
 TOL = ref.LECTURE_ATOL

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .. import misconceptions as mc
+from .lib import misconceptions as mc
 
 #: Tolerances: the outputs are plain matrix products, but float32 arithmetic is allowed.
 RTOL, ATOL = 1e-5, 1e-5

@@ -17,9 +17,9 @@ from functools import cache
 
 import numpy as np
 
-from .. import misconceptions as mc
-from ..compare import as_number, assert_number_close, fail, fmt
 from . import Context, check
+from .lib import misconceptions as mc
+from .lib.compare import as_number, assert_number_close, fail, fmt
 
 SCORES_PAIRS = mc.register(
     "scores_unordered_pairs", "只数了一部分位置对（无序的对，或漏了自己）",
@@ -377,6 +377,3 @@ def check_count_tokens(ctx: Context, *, count_tokens) -> None:
         what = f"count_tokens(text)（{desc}）"
         wrong = {count(text): entry for entry, count in reversed(_naive_counts().items())}
         _assert_int(ctx.call(count_tokens, text, what=what), reference_token_count(text), what, wrong)
-
-
-from . import q5_ext  # noqa: E402,F401  (registers the 拓展 checks with the core's)

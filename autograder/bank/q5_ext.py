@@ -21,10 +21,10 @@ from collections.abc import Callable
 import numpy as np
 import sympy as sp
 
-from .. import misconceptions as mc
-from ..compare import as_array, assert_number_close, fail, fmt
-from ..symbolic import as_expression, canonical
 from . import Context, check
+from .lib import misconceptions as mc
+from .lib.compare import as_array, assert_number_close, fail, fmt
+from .lib.symbolic import as_expression, canonical
 from .q5 import (
     BITS_AS_BYTES,
     BYTES_AS_ENTRIES,

@@ -1,23 +1,19 @@
 """The trusted grading engine: student code in a sandboxed child, checks in the host.
 
-- :mod:`.wire`: messages and values on the socket between host and child (data only);
-- :mod:`.budgets`: how much of the child's data the host agrees to read (defined once);
-- :mod:`.jsonguard`, :mod:`.npyread`, :mod:`.hostdecode`, :mod:`.replies`: the host's
-  reading of a message header, an ``.npy`` attachment, a value, a reply's fields;
-- :mod:`.srepr` (with :mod:`.sreprbudget`): SymPy values rebuilt in the host by an
-  allowlist reader;
-- :mod:`.sandbox`: Linux namespaces, limits and the file-system view of the child;
-- :mod:`.studentuser`: without namespaces, a separate unprivileged user per child (root grader);
-- :mod:`.seccomp`: a filter that refuses named system calls;
-- :mod:`.kernel`: the child side: IPython semantics, outputs as nbformat outputs;
-- :mod:`.zygote`: the pre-warmed process the children are forked from;
-- :mod:`.proxy`: the host side of one child: requests, deadlines, remote functions;
-- :mod:`.hidden`: hidden-test regions parsed into check calls, nothing else accepted;
-- :mod:`.manifest`: what grading needs of each source notebook, shipped in the package;
-- :mod:`.pipeline`: one submission through the declared steps;
-- :mod:`.gradebook`: scores written into nbgrader's ``gradebook.db``;
-- :mod:`.pool`: submissions graded in parallel worker processes.
+Three layers, one folder each, so the trust boundary is visible in the tree:
 
-Nothing in this package's ``__init__`` may import the checks or the reference: the
-zygote imports ``autograder.engine`` on its way to the sandbox.
+- :mod:`.protocol`: what crosses the boundary, and nothing else: the wire's framing and
+  value codec, the budgets the host reads within, the student's faults, test functions,
+  the call deadline, the limits a child is spawned with, the child's SymPy writer;
+- :mod:`.child`: the zygote, the sandbox (namespaces, seccomp, a separate user) and the
+  child's runtime, which runs cells with IPython semantics and answers requests;
+- :mod:`.host`: the grader's side: the zygote link and the child's proxy, the host's
+  strict decoding of what the child sends, the hidden-test grammar and manifests, the
+  declared pipeline, outputs and the feedback page, the gradebook, the worker pool.
+
+Imports: nothing here (this ``__init__`` imports nothing: the zygote imports the package
+on its way into the sandbox). ``protocol`` imports only itself and
+:mod:`autograder.errors`/:mod:`autograder.settings`; ``child`` also ``protocol``; ``host``
+also ``child`` (pure helpers: seccomp's support check, the SymPy warm-up, the student
+user's file checks) and :mod:`autograder.bank.runner`, never the rest of the package.
 """

@@ -1,9 +1,15 @@
-"""Sample students: submissions built from the source solution and the bank's variants.
+"""Sample students: submissions built from the source solution and named variants of it.
 
-Each bank module lists ``ALTERNATIVES`` (other correct implementations, which must
+Each module ``qN`` lists ``ALTERNATIVES`` (other correct implementations, which must
 score full marks) and ``MISTAKES`` (each one named misconception, which must lose
-exactly the cells in ``Variant.loses`` and be named in the feedback). The demo and
-the end-to-end tests both build their classes from these.
+exactly the cells in ``Variant.loses`` and be named in the feedback), as
+:class:`~.variants.Variant` edits of the source's solution; :mod:`.submission` applies
+them to the release. The demo (:mod:`.demo`) and the end-to-end tests both build their
+classes from these.
+
+Imports: the bank (each variant names the misconception it stands for), the engine's
+manifests and marker grammar, the authoring cells; the demo also grades through the
+nbgrader integration. Nothing but the tests and the CLI imports this package.
 """
 
 from __future__ import annotations
@@ -11,9 +17,10 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from .. import notebooks as nbs
-from ..bank import ASSIGNMENT_MODULES
-from ..notebooks import Variant
+from ..authoring import cells as nbs
+from ..engine.host.manifest import load, release_notebook
+from .submission import make_submission
+from .variants import Variant
 
 __all__ = ["PERFECT", "alternatives", "mistakes", "sample_class", "write_class",
            "expected_losses"]
@@ -23,7 +30,7 @@ PERFECT = Variant("perfect", "参考答案本身")
 
 
 def _module(assignment: str):
-    return importlib.import_module(f".{ASSIGNMENT_MODULES[assignment].lstrip('.')}", __name__)
+    return importlib.import_module(f".{assignment.split('_')[0]}", __name__)
 
 
 def alternatives(assignment: str) -> list[Variant]:
@@ -47,13 +54,11 @@ def write_class(course: Path, source_nb: Path, assignment: str,
                 students: dict[str, Variant | None]) -> None:
     """Write each student's notebook into ``course/submitted/<student>/<assignment>/``,
     starting from the release the installed manifest describes."""
-    from ..engine.manifest import load, release_notebook
-
     source = nbs.read(source_nb)
     release = release_notebook(load(assignment))
     for student, variant in students.items():
         target = course / "submitted" / student / assignment / f"{assignment}.ipynb"
-        nbs.write(nbs.make_submission(source, release, variant), target)
+        nbs.write(make_submission(source, release, variant), target)
 
 
 def expected_losses(variant: Variant | None, manifest) -> tuple[frozenset[str], frozenset[str]]:

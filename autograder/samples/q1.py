@@ -6,10 +6,10 @@ here is loaded where student code runs."""
 
 from __future__ import annotations
 
-from .. import misconceptions as mc
 from ..bank import q1 as bank
 from ..bank import q1_apple, q1_hand
-from ..variants import Edit, Variant
+from ..bank.lib import misconceptions as mc
+from .variants import Edit, Variant
 
 ALTERNATIVES = [
     Variant("einsum_and_loops", "用 einsum 与显式循环实现（正确的另一种写法）", edits=(

@@ -27,7 +27,7 @@ from ..bank.q2 import (
     UNIFORM,
     VARIANCE_VS_STD,
 )
-from ..variants import Edit, Variant
+from .variants import Edit, Variant
 
 _SAMPLES = ("    q = rng.standard_normal((n_samples, d_k))\n"
             "    k = rng.standard_normal((n_samples, d_k))")

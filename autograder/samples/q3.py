@@ -6,7 +6,7 @@ here is loaded where student code runs."""
 
 from __future__ import annotations
 
-from .. import misconceptions as mc
+from ..bank.lib import misconceptions as mc
 from ..bank.q3 import (
     ATOL_IGNORED,
     CHECKER_INVERSE,
@@ -27,9 +27,15 @@ from ..bank.q3_ext import (
     PE_MISSING,
     PE_SWAPPED,
 )
-from ..bank.q3_hand import EXP_OF_ZERO, KEYS_NOT_SWAPPED, PROPORTIONAL, SELF_EXCLUDED, V_NOT_SWAPPED
+from ..bank.q3_hand import (
+    EXP_OF_ZERO,
+    KEYS_NOT_SWAPPED,
+    PROPORTIONAL,
+    SELF_EXCLUDED,
+    V_NOT_SWAPPED,
+)
 from ..bank.q3_symbolic import INVERSE_P
-from ..variants import Edit, Variant
+from .variants import Edit, Variant
 
 _PE_OLD = ("    pos = np.arange(n)[:, None]\n    i = np.arange(d)[None, :] // 2\n"
            "    angles = pos / np.power(10000.0, 2 * i / d)\n    PE = np.zeros((n, d))\n"

@@ -11,7 +11,7 @@ practice) a mistake that loses only extension cells loses no points there.
 
 from __future__ import annotations
 
-from .. import misconceptions as mc
+from ..bank.lib import misconceptions as mc
 from ..bank.q4 import MAP_TRANSPOSED
 from ..bank.q4_ext import (
     CACHE_WITHOUT_SELF,
@@ -21,7 +21,7 @@ from ..bank.q4_ext import (
     TWO_TOKEN_OVERFLOW,
 )
 from ..bank.q4_hand import DK_IS_N, EXP_OF_UNSCALED, OUTPUT_IS_X, PHANTOM_EXP, PHANTOM_TOKEN
-from ..variants import Edit, Variant
+from .variants import Edit, Variant
 
 _SOFTMAX = ("    shifted = scores - np.max(scores, axis=-1, keepdims=True)\n"
             "    e = np.exp(shifted)\n"

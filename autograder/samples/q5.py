@@ -29,7 +29,7 @@ from ..bank.q5_ext import (
     RATIO_TABLE_ONLY,
     TIMER_EMPTY,
 )
-from ..variants import Edit, Variant
+from .variants import Edit, Variant
 
 _LINEAR_PART = "linear_part = 4 * 2 * n * d**2 + 2 * (2 * n * d * 4 * d)"
 _TOKENS = "    return len(cl100k.encode(text))"

@@ -1,0 +1,195 @@
+"""The student's feedback page, rendered from the grader's own records.
+
+One self-contained HTML file: a summary table (✅/❌ and the check's Chinese title per
+graded cell, points), then the notebook with each graded cell's verdict in a wrapped,
+highlighted box above its code. Math renders offline as MathML (no CDN), hidden test
+regions are never shown. Whatever the student wrote reaches the page as text or through
+:func:`~.sanitize.safe_html` (written answers' Markdown and raw HTML, LaTeX as MathML,
+``text/markdown`` outputs); the only other outputs shown are text and the PNG/JPEG
+pictures :mod:`.outputs` validated. Verdicts come from :class:`~.job.CellResult`,
+not from outputs.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+
+from ...settings import Status
+from .hidden import shown
+from .sanitize import safe_html
+
+__all__ = ["render_feedback", "markdown_html", "warm", "ICONS", "STATUS_WORDS"]
+
+ICONS = {Status.PASSED: "✅", Status.FAILED: "❌", Status.NOT_RUN: "❌", Status.ERROR: "⚠️",
+         Status.MANUAL: "✍️"}
+STATUS_WORDS = {Status.PASSED: "通过", Status.FAILED: "未通过", Status.NOT_RUN: "未运行",
+                Status.ERROR: "评分程序出错，待老师处理", Status.MANUAL: "待老师人工评分"}
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+CSS = """
+body{font-family:system-ui,"Noto Sans CJK SC","Noto Sans SC","PingFang SC","Microsoft YaHei",
+"WenQuanYi Micro Hei","WenQuanYi Zen Hei",sans-serif,"Noto Color Emoji","Apple Color Emoji",
+"Segoe UI Emoji";line-height:1.6;max-width:980px;margin:2em auto;padding:0 1em;
+color:#1f2328}
+h1{font-size:1.5em;margin-bottom:.2em} .sub{color:#57606a;margin-top:0}
+table.summary{border-collapse:collapse;width:100%;margin:1em 0}
+table.summary td,table.summary th{border:1px solid #d0d7de;padding:.35em .6em;text-align:left;
+vertical-align:top} table.summary td.pts{white-space:nowrap;text-align:right}
+.cell{margin:1.2em 0} .md{overflow-wrap:anywhere}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;font-family:ui-monospace,
+"SFMono-Regular",Menlo,Consolas,"Noto Sans Mono CJK SC",monospace;font-size:.9em}
+.code{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:.6em .8em}
+.out{padding:.4em .8em;border-left:3px solid #d0d7de;margin-top:.3em}
+.out.err{border-color:#cf222e;background:#fff8f8} .out img{max-width:100%}
+.verdict{border-radius:6px;padding:.6em .9em;margin-bottom:.4em;border-left:6px solid}
+.verdict.passed{background:#edfbef;border-color:#1a7f37}
+.verdict.failed,.verdict.not-run{background:#fff1f0;border-color:#cf222e}
+.verdict.error{background:#fff8e5;border-color:#bf8700}
+.verdict.manual{background:#f1f5ff;border-color:#0969da}
+.verdict .title{font-weight:600} .verdict .why{white-space:pre-wrap;overflow-wrap:anywhere;
+margin:.4em 0 0;background:#fffbdd;padding:.5em .7em;border-radius:4px}
+math[display=block]{display:block;margin:.6em 0;max-width:100%}
+"""
+
+
+def _latex(tex: str, display: bool) -> str:
+    """MathML, sanitised: latex2mathml copies ``\\text{...}`` into the markup unescaped."""
+    from latex2mathml.converter import convert
+
+    try:
+        return safe_html(convert(tex.strip(), display="block" if display else "inline"))
+    except Exception:  # an expression the converter does not know: show the source
+        return f"<code>{html.escape(tex)}</code>"
+
+
+def _math(rendered: str) -> str:
+    """mistune's math placeholders -> MathML."""
+    rendered = re.sub(r'<div class="math">\$\$(.*?)\$\$</div>',
+                      lambda m: _latex(html.unescape(m.group(1)), True), rendered, flags=re.S)
+    return re.sub(r'<span class="math">\\\((.*?)\\\)</span>',
+                  lambda m: _latex(html.unescape(m.group(1)), False), rendered, flags=re.S)
+
+
+@functools.lru_cache(maxsize=4096)
+def markdown_html(text: str) -> str:
+    """Markdown (student or course text) as sanitised HTML, math as MathML: raw HTML is
+    kept as Jupyter showed it to the student, less what :func:`.safe_html` removes.
+    Cached: a worker renders the same course text for every student."""
+    import mistune
+
+    render = mistune.create_markdown(escape=False, plugins=["math", "table", "strikethrough"])
+    return safe_html(_math(render(text)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _code(source: str) -> str:
+    try:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import PythonLexer
+
+        body = highlight(source, PythonLexer(), HtmlFormatter(nowrap=True, noclasses=True))
+    except ImportError:  # pragma: no cover - pygments comes with IPython
+        body = html.escape(source)
+    return f'<div class="code"><pre>{body}</pre></div>'
+
+
+def warm(notebook) -> None:
+    """Render the cells every student shares (the released notebook) into the caches:
+    done once before the workers fork, none of them renders them again."""
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            markdown_html(cell.source)
+        elif cell.cell_type == "code":
+            _code(shown(cell.source))
+
+
+def _output(out: dict) -> str:
+    kind = out.get("output_type")
+    if kind == "stream":
+        text = html.escape(_ANSI.sub("", out.get("text", "")))
+        return f'<div class="out"><pre>{text}</pre></div>'
+    if kind == "error":
+        lines = [_ANSI.sub("", line) for line in out.get("traceback", [])] or \
+            [f"{out.get('ename')}: {out.get('evalue')}"]
+        return f'<div class="out err"><pre>{html.escape(chr(10).join(lines))}</pre></div>'
+    data = out.get("data", {})
+    for mime in ("image/png", "image/jpeg"):
+        if mime in data:  # base64 checked by .outputs; escaped all the same
+            return (f'<div class="out"><img alt="figure" '
+                    f'src="data:{mime};base64,{html.escape(data[mime])}"></div>')
+    if "text/latex" in data:
+        tex = data["text/latex"].strip().strip("$")
+        return f'<div class="out">{_latex(tex, True)}</div>'
+    if "text/markdown" in data:
+        return f'<div class="out md">{markdown_html(data["text/markdown"])}</div>'
+    if "text/plain" in data:
+        return f'<div class="out"><pre>{html.escape(_ANSI.sub("", data["text/plain"]))}</pre></div>'
+    return ""
+
+
+PRACTICE_NOTE = "拓展练习，不计分"
+
+
+def _verdict(result) -> str:
+    status = result.status
+    score = PRACTICE_NOTE if result.practice else \
+        "" if result.score is None else f"{result.score:g} / {result.max_score:g} 分"
+    why = "".join(f'<div class="why">{html.escape(m)}</div>' for m in result.messages
+                  if status != Status.PASSED)
+    return (f'<div class="verdict {status}"><span class="title">{ICONS[status]} '
+            f'{html.escape(result.title or result.grade_id)}</span> — {STATUS_WORDS[status]}'
+            f'{"，" + score if score else ""}{why}</div>')
+
+
+def _row(r) -> str:
+    pts = "练习" if r.practice else f'{"—" if r.score is None else f"{r.score:g}"} / {r.max_score:g}'
+    return (f'<tr><td>{ICONS[r.status]}</td><td><a href="#{html.escape(r.grade_id)}">'
+            f'{html.escape(r.title or r.grade_id)}</a></td><td>{STATUS_WORDS[r.status]}</td>'
+            f'<td class="pts">{pts}</td></tr>')
+
+
+def _totals(job) -> str:
+    """The automatic points: in all, and the core and the graded 拓展 apart when both
+    count; a practice extension is a count of checks passed."""
+    auto = [r for r in job.cells.values() if not r.manual]
+    got, total = sum(r.score or 0 for r in auto), sum(r.max_score for r in auto)
+    line = f"自动评分：<b>{got:g} / {total:g}</b> 分"
+    extension = [r for r in auto if r.part != "core"]
+    if extension:
+        ext_got, ext_max = sum(r.score or 0 for r in extension), sum(r.max_score for r in extension)
+        line += f"（必做 {got - ext_got:g} / {total - ext_max:g}，拓展 {ext_got:g} / {ext_max:g}）"
+    practice = list(job.practice.values())
+    if practice:
+        passed = sum(r.status == Status.PASSED for r in practice)
+        line += f"；拓展练习通过 {passed} / {len(practice)} 项（不计分）"
+    return f"<p>{line}；文字回答由老师人工评分。</p>"
+
+
+def _summary(job) -> str:
+    rows = [_row(r) for r in (*job.cells.values(), *job.practice.values())]
+    return (_totals(job) + '<table class="summary"><tr><th></th><th>检查项</th><th>结果</th>'
+            '<th>得分</th></tr>' + "".join(rows) + "</table>")
+
+
+def render_feedback(job) -> str:
+    """The whole page for one graded submission."""
+    parts = [f"<h1>{html.escape(job.assignment)} 反馈</h1>",
+             f'<p class="sub">学生：{html.escape(job.student)}</p>', _summary(job)]
+    for cell in job.nb.cells:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        result = job.cells.get(gid) or job.practice.get(gid)
+        anchor = f' id="{html.escape(gid)}"' if result else ""
+        body = _verdict(result) if result else ""
+        if cell.cell_type == "markdown":
+            body += f'<div class="md">{markdown_html(cell.source)}</div>'
+        elif cell.cell_type == "code":
+            body += _code(shown(cell.source)) + "".join(
+                _output(o) for o in cell.get("outputs", []) if id(o) not in job.verdicts)
+        parts.append(f'<div class="cell"{anchor}>{body}</div>')
+    return ("<!DOCTYPE html>\n<html lang=\"zh-CN\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(job.assignment)} 反馈 — {html.escape(job.student)}</title>"
+            f"<style>{CSS}</style></head><body>{''.join(parts)}</body></html>\n")
+

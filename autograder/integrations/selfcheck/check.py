@@ -1,0 +1,89 @@
+"""``autograder check NOTEBOOK`` itself: the grading engine, run by a student on their own notebook.
+
+The same pipeline as ``autograder grade`` (sandboxed child, checks in this process), with
+the public practice salt, figures left unrendered and nothing written anywhere. It needs
+only the installed package (its manifests) and the notebook, never ``source/``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import CourseError
+from ...settings import DEFAULTS, PRACTICE_SALT, GradeSettings, Status, check_assignment
+
+__all__ = ["Outcome", "run_check_notebook"]
+
+
+@dataclass
+class Outcome:
+    """One graded cell: ``message`` is the Chinese diagnosis when it did not pass."""
+
+    cell: str
+    check: str
+    title: str
+    passed: bool
+    message: str = ""
+    points: float = 0.0
+    #: A test cell of a practice 拓展 section: reported, never scored.
+    practice: bool = False
+
+
+def _read(notebook: Path):
+    import nbformat
+
+    if not notebook.is_file():
+        raise CourseError(f"notebook {notebook} does not exist: give the path of your .ipynb file")
+    try:
+        return nbformat.read(str(notebook), as_version=4)
+    except Exception as err:  # nbformat raises several kinds for a broken file
+        raise CourseError(f"{notebook} is not a valid notebook ({type(err).__name__}): open it in "
+                          "Jupyter and save it again") from None
+
+
+def run_check_notebook(*, notebook: Path, assignment: str | None = None,
+                       timeout: float | None = None, zygote=None) -> list[Outcome]:
+    """The check itself, with ``zygote`` (a warm one) or a new single-use one."""
+    from ...engine.host.manifest import detect_assignment
+    from ...engine.host.zygote_link import Zygote
+
+    notebook = Path(notebook)
+    nb = _read(notebook)
+    a = check_assignment(assignment) if assignment else detect_assignment(notebook, nb)
+    if zygote is not None:
+        return _run(notebook, a, zygote, timeout)
+    # the zygote starts now and warms up while this process loads the checks
+    zygote = Zygote(figures=False, warm=False, tokenizer=a == "q5_cost_scaling")
+    try:
+        return _run(notebook, a, zygote, timeout)
+    finally:
+        zygote.close()
+
+
+def _run(notebook: Path, assignment: str, zygote, timeout: float | None) -> list[Outcome]:
+    from ...bank import checks_for
+    from ...engine.host.job import Job
+    from ...engine.host.manifest import load
+    from ...engine.host.pipeline import PIPELINE, run
+    from ...engine.host.prepare import FindNotebook
+
+    checks_for(assignment)  # load the checks while the zygote starts
+    manifest = load(assignment)
+    settings = GradeSettings(cell_timeout=timeout or DEFAULTS.cell_timeout, salt=PRACTICE_SALT)
+    job = Job("", assignment, notebook.parent, manifest, settings, zygote=zygote)
+    job.notebook_path = notebook
+    run(job, steps=tuple(s for s in PIPELINE if not isinstance(s, FindNotebook)))
+    if job.stopped:
+        raise CourseError(f"{notebook.name}: {job.notes[-1].en}")
+    outcomes = []
+    for spec in (*manifest.graded, *manifest.practice):
+        if spec.is_manual:
+            continue
+        result = job.result_for(spec)
+        outcomes.append(Outcome(spec.grade_id, ", ".join(c.name for c in spec.checks),
+                                spec.title, result.status == Status.PASSED,
+                                "\n".join(result.messages),
+                                spec.practice_points if spec.is_practice else spec.points,
+                                spec.is_practice))
+    return outcomes

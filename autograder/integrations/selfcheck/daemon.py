@@ -1,0 +1,240 @@
+"""A warm ``autograder check``: one background process per user keeps the checks and a
+zygote loaded, so a student's second and later checks skip every start-up cost.
+
+The first ``autograder check`` runs cold and then starts ``python -m autograder.integrations.selfcheck.daemon``
+in the background; later checks send it the notebook's path over a Unix socket in a
+folder only the user can open, and print what it answers. It grades exactly as the cold
+path does (the same pipeline, a fresh sandboxed child per notebook), restarts itself
+when the installed package changes, and exits after :data:`IDLE_SECONDS` unused.
+Set ``AUTOGRADER_CHECK_DAEMON=0`` to always run cold.
+
+One daemon per user at a time: a daemon serves only while it holds ``checkd.lock`` in
+that folder. Two checks started together may both start one; the second finds the lock
+held and leaves as soon as the first answers for the same package (a first that answers
+"stale" is on its way out, so the second waits for the lock instead).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from ...errors import CourseError
+
+__all__ = ["ask", "start", "stop", "ping", "serve", "package_key", "socket_path", "IDLE_SECONDS"]
+
+IDLE_SECONDS = 900
+#: Seconds a starting daemon waits for the lock while another holds it and does not
+#: answer for this package (it is still warming up, or closing after answering "stale").
+LOCK_WAIT = 15.0
+log = logging.getLogger("autograder.integrations.selfcheck.daemon")
+
+
+def enabled() -> bool:
+    return os.environ.get("AUTOGRADER_CHECK_DAEMON", "1") != "0" and hasattr(socket, "AF_UNIX")
+
+
+def _folder() -> Path:
+    base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
+    folder = base / f"attention-autograder-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    info = folder.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise PermissionError(f"{folder} is not private to this user")
+    return folder
+
+
+def socket_path() -> Path:
+    return _folder() / "check.sock"
+
+
+def package_key() -> str:
+    """Changes whenever the installed package (code or manifests) changes."""
+    from ... import __version__
+    from ...settings import PACKAGE_DIR as root
+
+    digest = hashlib.sha256(__version__.encode())
+    for path in sorted([*root.rglob("*.py"), *root.glob("manifests/*.json")]):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(root)}:{stat.st_mtime_ns}:{stat.st_size}".encode())
+    return digest.hexdigest()[:16]
+
+
+def _exchange(request: dict, timeout: float) -> dict | None:
+    """One request to the daemon; ``None`` when no daemon answers."""
+    try:
+        path = socket_path()
+    except OSError:
+        return None
+    if not path.exists():
+        return None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        try:
+            sock.connect(str(path))
+            sock.settimeout(timeout)
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            data = sock.makefile("rb").readline()
+        except OSError:
+            return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def ask(notebook: Path, assignment: str | None, timeout: float) -> list | None:
+    """The outcomes from a warm daemon, or ``None`` (no daemon, or an outdated one)."""
+    from .check import Outcome
+
+    answer = _exchange({"key": package_key(), "notebook": str(Path(notebook).resolve()),
+                        "assignment": assignment, "timeout": timeout}, timeout=3600)
+    if not answer or "outcomes" not in answer:
+        if answer and answer.get("error"):
+            raise CourseError(answer["error"])
+        return None
+    return [Outcome(**o) for o in answer["outcomes"]]
+
+
+def ping(key: str | None = None, timeout: float = 2.0) -> int | None:
+    """The PID of the daemon serving package ``key`` (this one by default), or ``None``."""
+    answer = _exchange({"key": key or package_key(), "ping": True}, timeout=timeout)
+    return answer.get("pid") if answer and answer.get("pong") else None
+
+
+def stop() -> bool:
+    """Ask the daemon (of any package version) to exit; whether one answered."""
+    return bool(_exchange({"stop": True}, timeout=5.0))
+
+
+def start() -> None:
+    """Start the daemon in the background (its own session; its log beside its socket)."""
+    try:
+        folder = _folder()
+    except OSError:
+        return
+    with open(folder / "checkd.log", "ab") as logfile:
+        subprocess.Popen([sys.executable, "-m", "autograder.integrations.selfcheck.daemon", package_key()],
+                         stdin=subprocess.DEVNULL, stdout=logfile, stderr=logfile,
+                         start_new_session=True, cwd=tempfile.gettempdir())
+
+
+def _answer(request: dict, key: str, zygote) -> dict:
+    from .check import run_check_notebook
+
+    if request.get("stop"):
+        return {"stopping": True}
+    if request.get("key") != key:
+        return {"stale": True}
+    if request.get("ping"):
+        return {"pong": True, "pid": os.getpid()}
+    if not isinstance(request.get("notebook"), str):
+        return {"error": "the request names no notebook"}
+    try:
+        outcomes = run_check_notebook(notebook=Path(request["notebook"]),
+                                      assignment=request.get("assignment"),
+                                      timeout=request.get("timeout"), zygote=zygote)
+    except CourseError as err:
+        return {"error": str(err)}
+    return {"outcomes": [asdict(o) for o in outcomes]}
+
+
+def _request(conn: socket.socket) -> dict:
+    try:
+        request = json.loads(conn.makefile("rb").readline() or b"{}")
+    except ValueError:
+        return {}
+    return request if isinstance(request, dict) else {}
+
+
+def _lock(key: str) -> int | None:
+    """Hold the daemon lock (a descriptor, kept open for the daemon's life), or ``None``
+    when a daemon for this package already serves."""
+    fd = os.open(_folder() / "checkd.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            pass
+        holder = ping(key)
+        if holder or time.monotonic() > deadline:
+            log.info("another daemon holds the lock (%s): leaving",
+                     f"PID {holder}" if holder else "no answer")
+            os.close(fd)
+            return None
+        time.sleep(0.1)
+
+
+def serve(key: str) -> int:
+    """The daemon: take the lock, bind the socket, warm up, answer until idle, outdated
+    or asked to stop."""
+    sys.modules.setdefault("rfc3987_syntax", None)  # see autograder/cli.py
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s checkd[%(process)d] %(message)s")
+    try:
+        lock = _lock(key)
+    except OSError as err:
+        log.error("cannot take the daemon lock: %s", err)
+        return 1
+    if lock is None:
+        return 0
+    # a plain ``kill`` (logout, a session manager) ends it as an idle timeout would:
+    # socket, zygote and the zygote's folder removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        return _serve_locked(key)
+    finally:
+        os.close(lock)  # after the socket is gone: the next daemon binds a fresh one
+
+
+def _serve_locked(key: str) -> int:
+    from ...bank import checks_for
+    from ...engine.host.zygote_link import Zygote
+    from ...settings import ASSIGNMENTS
+
+    path = socket_path()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        path.unlink(missing_ok=True)  # a crashed daemon's; no live one holds the lock
+        server.bind(str(path))
+    except OSError as err:
+        log.error("cannot bind %s: %s", path, err)
+        return 1
+    server.listen()
+    log.info("serving %s for package %s", path, key)
+    zygote = Zygote(figures=False, warm=True, tokenizer=True)
+    try:
+        for a in ASSIGNMENTS:
+            checks_for(a)
+        server.settimeout(IDLE_SECONDS)
+        while True:
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                return 0
+            with conn:
+                answer = _answer(_request(conn), key, zygote)
+                conn.sendall(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+            if answer.get("stale") or answer.get("stopping"):
+                log.info("exiting: %s", "outdated package" if answer.get("stale") else "asked to stop")
+                return 0
+    finally:
+        path.unlink(missing_ok=True)
+        server.close()
+        zygote.close()
+
+
+if __name__ == "__main__":  # pragma: no cover - started by `autograder check`
+    sys.exit(serve(sys.argv[1]))
