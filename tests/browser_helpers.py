@@ -26,6 +26,7 @@ from pipeline_helpers import ROOT
 from autograder.authoring import cells as nbs
 from autograder.engine.host.manifest import load, release_notebook
 from autograder.samples import mistakes
+from autograder.samples.submission import make_submission
 
 A = "q1_value_scaling"
 BROWSER = (shutil.which("chromium") or shutil.which("chromium-browser")
@@ -38,7 +39,7 @@ PROTECTION = "# Nothing a student wrote runs in the browser"
 def honest_wrong(*, plots: bool = True) -> nbformat.NotebookNode:
     """q1 without 1/√d_k (its figure cell kept unless ``plots`` is false)."""
     variant = next(v for v in mistakes(A) if v.name == "no_sqrt_dk")
-    nb = nbs.make_submission(nbs.read(ROOT / "source" / A / f"{A}.ipynb"),
+    nb = make_submission(nbs.read(ROOT / "source" / A / f"{A}.ipynb"),
                              release_notebook(load(A)), variant)
     if not plots:
         nb.cells = [c for c in nb.cells if "plt." not in c.source or c.metadata.get("nbgrader")]

@@ -304,7 +304,8 @@ _wire.encode_for_host = _huge
     # answers to get/call written as raw bytes: deep lists, a lying header, a bad 'raised'
     "sender_writes_raw_bytes": _PATCH + '''
 import json as _json, struct as _struct
-_honest_send = _wire.send
+_frame = _sys.modules["autograder.engine.protocol.wire"]
+_honest_send = _frame.send
 _count = [0]
 def _send(sock, header, blobs=()):
     if "value" not in header and "raised" not in header:
@@ -326,7 +327,7 @@ def _send(sock, header, blobs=()):
     for b in extra:
         parts += [_struct.pack("!Q", len(b)), b]
     sock.sendall(b"".join(parts))
-_wire.send = _send
+_frame.send = _send
 ''',
 }
 

@@ -8,6 +8,7 @@ from functools import cache
 import numpy as np
 
 from autograder.authoring import cells as nbs
+from autograder.engine.host import hidden
 
 A = "q4_single_token"
 
@@ -51,7 +52,7 @@ def core_solution_lines() -> list[str]:
         if cell.metadata.get("autograder", {}).get("part", "core") != "core":
             continue
         if cell.cell_type == "code" and nbs.is_solution_cell(cell):
-            region = cell.source.split(nbs.SOLUTION_BEGIN)[1].split(nbs.SOLUTION_END)[0]
+            region = cell.source.split(hidden.SOLUTION_BEGIN)[1].split(hidden.SOLUTION_END)[0]
             lines += [ln for ln in region.splitlines() if ln.split("#")[0].strip()]
     return lines
 

@@ -15,6 +15,7 @@ from autograder.authoring.build import build, present_assignments
 from autograder.authoring.manifests import normalise
 from autograder.authoring.views import HEADER_ID
 from autograder.cli import main
+from autograder.engine.host import hidden
 
 VIEWS = ("release", "solutions", "exercises")
 
@@ -33,7 +34,7 @@ def _solution_lines(assignment: str, *, code_only: bool = False) -> list[str]:
     for cell in cells:
         if not nbs.is_solution_cell(cell) or (code_only and cell.cell_type != "code"):
             continue
-        for region in re.findall(rf"{re.escape(nbs.SOLUTION_BEGIN)}(.*?){re.escape(nbs.SOLUTION_END)}",
+        for region in re.findall(rf"{re.escape(hidden.SOLUTION_BEGIN)}(.*?){re.escape(hidden.SOLUTION_END)}",
                                  cell.source, re.S):
             lines += [ln.strip() for ln in region.splitlines()
                       if len(ln.strip()) > 25 and ln.strip() not in given]
@@ -46,7 +47,7 @@ def test_student_views_hold_no_solution_hidden_tests_or_reference(view):
     assert notebooks, f"no committed {view}/ notebooks: run `autograder build`"
     for a, nb in notebooks:
         text = "\n".join(c.source for c in nb.cells)
-        for marker in (nbs.SOLUTION_BEGIN, nbs.HIDDEN_BEGIN, "run_check", "autograder.bank.lib.reference",
+        for marker in (hidden.SOLUTION_BEGIN, hidden.HIDDEN_BEGIN, "run_check", "autograder.bank.lib.reference",
                        "from autograder import reference"):
             assert marker not in text, f"{view}/{a} contains {marker!r}"
         # the exercises edition shows written answers' model answers, folded, on purpose
@@ -57,8 +58,8 @@ def test_student_views_hold_no_solution_hidden_tests_or_reference(view):
 def test_answer_keys_have_solutions_outputs_and_no_hidden_tests():
     for a, nb in _committed("solutions"):
         text = "\n".join(c.source for c in nb.cells)
-        assert nbs.HIDDEN_BEGIN not in text and "run_check" not in text
-        assert nbs.SOLUTION_BEGIN not in text
+        assert hidden.HIDDEN_BEGIN not in text and "run_check" not in text
+        assert hidden.SOLUTION_BEGIN not in text
         assert any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), a
 
 

@@ -8,11 +8,11 @@ import pytest
 from click.testing import CliRunner
 from pipeline_helpers import ROOT, A, mini_repo, read_nb, write_nb
 
-from autograder.authoring import cells as nbs
 from autograder.cli import main
 from autograder.engine.host.manifest import load, release_notebook
 from autograder.samples import PERFECT, mistakes
 from autograder.samples.demo import demo
+from autograder.samples.submission import make_submission
 
 pytestmark = pytest.mark.e2e
 
@@ -49,7 +49,7 @@ def student_notebooks(tmp_path_factory):
     paths = {}
     for name, variant in (("perfect", PERFECT), ("naive", naive), ("blank", None)):
         path = folder / name / f"{A}.ipynb"
-        write_nb(nbs.make_submission(source, release, variant), path)
+        write_nb(make_submission(source, release, variant), path)
         paths[name] = path
     renamed = folder / "renamed" / "my homework.ipynb"
     write_nb(read_nb(paths["naive"]), renamed)

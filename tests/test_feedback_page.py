@@ -21,6 +21,7 @@ from autograder.authoring import cells as nbs
 from autograder.engine.host.manifest import load, release_notebook
 from autograder.integrations.nbgrader.grade import grade
 from autograder.samples import PERFECT, mistakes
+from autograder.samples.submission import make_submission
 from autograder.settings import GradeSettings
 
 pytestmark = pytest.mark.e2e
@@ -50,7 +51,7 @@ def page(tmp_path_factory) -> Path:
     source = nbs.read(ROOT / "source" / A / f"{A}.ipynb")
     naive = next(v for v in mistakes(A) if v.name == "naive_softmax")
     for student, variant in (("naive", naive), ("perfect", PERFECT)):
-        nb = nbs.make_submission(source, release_notebook(load(A)), variant)
+        nb = make_submission(source, release_notebook(load(A)), variant)
         if student != "naive":  # the page under test keeps its figure
             without_plots(nb)
         nbs.write(nb, course / "submitted" / student / A / f"{A}.ipynb")

@@ -317,7 +317,7 @@ def test_a_dying_worker_loses_only_its_own_submission(monkeypatch, tmp_path):
         return real(task, *args)
 
     monkeypatch.setattr(pool, "_grade_one", dies_on_bob)
-    tasks = [pool.Task(s, A, tmp_path / s) for s in ("ann", "bob", "cat", "dan")]
+    tasks = [pool.Submission(s, A, tmp_path / s) for s in ("ann", "bob", "cat", "dan")]
     graded = pool.grade_tasks(tasks, SETTINGS, jobs=1)
     assert [g.task.student for g in graded] == ["ann", "bob", "cat", "dan"]
     assert [bool(g.crashed) for g in graded] == [False, True, False, False]

@@ -18,6 +18,7 @@ from autograder.engine.host.gradebook import GradebookWriter, open_gradebook
 from autograder.engine.host.job import CellResult
 from autograder.engine.host.manifest import load
 from autograder.grading import batch as grading
+from autograder.grading import scores
 from autograder.grading.guard import Guard
 from autograder.integrations.nbgrader.grade import grade
 from autograder.settings import GradeSettings, RowStatus
@@ -135,8 +136,8 @@ def test_the_guard_keeps_the_error_and_the_batch_goes_on():
     assert guard.failed == {}
 
 
-def _task(student: str) -> pool.Task:
-    return pool.Task(student, A, Path("/nonexistent"))
+def _task(student: str) -> pool.Submission:
+    return pool.Submission(student, A, Path("/nonexistent"))
 
 
 def test_one_submission_s_gradebook_rows_roll_back_alone(tmp_path, monkeypatch):
@@ -175,7 +176,7 @@ def test_the_checked_timestamp_reaches_the_gradebook(tmp_path):
 def test_rows_with_text_utf8_cannot_write_are_written_anyway(tmp_path):
     row = grading.Result("ann\udcff", A, status="note", review=["rebinds np.\udcff"])
     row.add_reason("名字\udcff", "name \udcff")
-    grading.write_outputs([row], tmp_path)
+    scores.write_outputs([row], tmp_path)
     text = (tmp_path / "scores.json").read_text(encoding="utf-8")
     assert "\\udcff" not in text and "ann?" in text
     assert "ann?" in (tmp_path / "scores.csv").read_text(encoding="utf-8")

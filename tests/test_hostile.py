@@ -23,6 +23,7 @@ from autograder.authoring import cells as nbs
 from autograder.engine.host.manifest import load, release_notebook
 from autograder.integrations.nbgrader.grade import grade
 from autograder.samples import PERFECT, mistakes
+from autograder.samples.submission import make_submission
 from autograder.settings import GradeSettings
 
 pytestmark = pytest.mark.e2e
@@ -33,7 +34,7 @@ SETTINGS = GradeSettings(timeout=60, cell_timeout=2, memory_mb=512, salt="hostil
 
 def _student(variant) -> nbformat.NotebookNode:
     """q1 answered as ``variant``, its (ungraded, slow) plot cells dropped to save time."""
-    return without_plots(nbs.make_submission(nbs.read(ROOT / "source" / A / f"{A}.ipynb"),
+    return without_plots(make_submission(nbs.read(ROOT / "source" / A / f"{A}.ipynb"),
                                              release_notebook(load(A)), variant))
 
 

@@ -24,6 +24,7 @@ from autograder.engine.host.integrity import TOO_DEEP
 from autograder.engine.host.manifest import load, release_notebook
 from autograder.integrations.nbgrader.grade import grade
 from autograder.samples import PERFECT, mistakes
+from autograder.samples.submission import make_submission
 from autograder.settings import GradeSettings
 
 pytestmark = pytest.mark.e2e
@@ -35,7 +36,7 @@ BOMBS = [t.name for t in TRICKS if t.bomb]
 
 
 def _student(variant) -> nbformat.NotebookNode:
-    return without_plots(nbs.make_submission(nbs.read(ROOT / "source" / A / f"{A}.ipynb"),
+    return without_plots(make_submission(nbs.read(ROOT / "source" / A / f"{A}.ipynb"),
                                              release_notebook(load(A)), variant))
 
 

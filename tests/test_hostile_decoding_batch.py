@@ -20,6 +20,7 @@ from autograder.authoring import cells as nbs
 from autograder.engine.host.manifest import load, release_notebook
 from autograder.integrations.nbgrader.grade import grade
 from autograder.samples import mistakes
+from autograder.samples.submission import make_submission
 from autograder.settings import GradeSettings
 
 pytestmark = pytest.mark.e2e
@@ -84,7 +85,7 @@ def _checked_names() -> list[str]:
 def _honest_wrong() -> nbformat.NotebookNode:
     source, release = nbs.read(ROOT / "source" / A / f"{A}.ipynb"), release_notebook(load(A))
     wrong = next(v for v in mistakes(A) if v.name == "no_sqrt_dk")
-    return without_plots(nbs.make_submission(source, release, wrong))
+    return without_plots(make_submission(source, release, wrong))
 
 
 def _tricks() -> dict[str, str]:

@@ -21,6 +21,7 @@ from autograder.engine.host.gradebook import write_gradebook
 from autograder.engine.host.manifest import load, release_notebook
 from autograder.integrations.nbgrader.grade import grade
 from autograder.samples import mistakes
+from autograder.samples.submission import make_submission
 from autograder.settings import GradeSettings
 
 pytestmark = pytest.mark.e2e
@@ -43,7 +44,7 @@ def both(tmp_path_factory):
         source = nbs.read(ROOT / "source" / a / f"{a}.ipynb")
         release = release_notebook(load(a))
         for student, variant in _class(a).items():
-            nbs.write(without_plots(nbs.make_submission(source, release, variant)),
+            nbs.write(without_plots(make_submission(source, release, variant)),
                       course / "submitted" / student / a / f"{a}.ipynb")
     done = nbgrader(["autograde", "*"], course, timeout=1200, env={"AUTOGRADER_SALT": SALT})
     assert done.returncode == 0, done.stderr[-3000:]

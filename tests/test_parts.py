@@ -11,8 +11,10 @@ from pipeline_helpers import ROOT, A, mini_repo, read_nb
 from autograder.authoring import cells as nbs
 from autograder.authoring.course import new_course
 from autograder.authoring.parts import ANSWER_STUB, CORE, for_release, part_of, sections
+from autograder.engine.host import hidden
 from autograder.engine.host.hidden import check_calls
 from autograder.errors import CourseError
+from autograder.samples.submission import make_submission
 
 EXT = "ext-demo"
 
@@ -75,7 +77,7 @@ def test_practice_turns_graded_cells_into_ungraded_ones(source):
     heading, test, written = practice.cells[-3:]
     assert test.metadata.nbgrader["grade"] is False and test.metadata.nbgrader["locked"]
     assert "points" not in test.metadata.nbgrader and test.metadata.autograder["points"] == 2
-    assert nbs.HIDDEN_BEGIN not in test.source
+    assert hidden.HIDDEN_BEGIN not in test.source
     assert "nbgrader" not in written.metadata and written.source == ANSWER_STUB
     assert written.metadata.autograder["answer_for"] == "written_ext_demo"
     assert source.cells[-2].metadata.nbgrader["grade"] is True  # the source is untouched
@@ -99,7 +101,7 @@ def test_real_nbgrader_releases_a_practice_extension(practice_course):
 
     course, release = practice_course
     test = next(c for c in release.cells if nbs.grade_id(c) == "test_ext_demo")
-    assert test.metadata.nbgrader["locked"] and nbs.HIDDEN_BEGIN not in test.source
+    assert test.metadata.nbgrader["locked"] and hidden.HIDDEN_BEGIN not in test.source
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         graded = {c.name for c in gb.find_notebook(A, A).grade_cells}
     assert not {"test_ext_demo", "written_ext_demo"} & graded
@@ -146,7 +148,7 @@ def test_the_engine_checks_a_practice_extension_without_scoring_it(tmp_path, sou
     try:
         for variant, status in ((PERFECT, "passed"), (None, "failed")):
             folder = tmp_path / (variant.name if variant else "blank")
-            nb = nbs.make_submission(source, release_notebook(manifest), variant)
+            nb = make_submission(source, release_notebook(manifest), variant)
             nb.cells = [c for c in nb.cells if "plt." not in c.source]
             nbs.write(nb, folder / f"{A}.ipynb")
             job = run(Job("s", A, folder, manifest, GradeSettings(), zygote=zygote))

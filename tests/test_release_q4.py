@@ -16,6 +16,7 @@ import pytest
 from helpers import ROOT, solution_namespace
 
 from autograder.authoring import cells as nbs
+from autograder.engine.host import hidden
 
 NAME = "q4_single_token"
 SOURCE, RELEASE, SOLUTIONS, EXERCISES = (ROOT / edition / NAME / f"{NAME}.ipynb" for edition in
@@ -137,7 +138,7 @@ def test_no_locked_cell_holds_a_solution_line():
     lines = []
     for cell in source:
         if cell.cell_type == "code" and nbs.is_solution_cell(cell):
-            region = cell.source.split(nbs.SOLUTION_BEGIN)[1].split(nbs.SOLUTION_END)[0]
+            region = cell.source.split(hidden.SOLUTION_BEGIN)[1].split(hidden.SOLUTION_END)[0]
             lines += [ln.split("#")[0].strip() for ln in region.splitlines()]
     lines = [ln for ln in lines if "=" in ln or "return" in ln]
     assert lines
@@ -155,7 +156,7 @@ def _seen_before(asking: str) -> list[tuple[str, str]]:
             return seen
         if nbs.is_solution_cell(cell):        # the student's own cells, and model answers
             continue
-        seen.append((gid, nbs.strip_region(cell.source, nbs.HIDDEN_BEGIN, nbs.HIDDEN_END)))
+        seen.append((gid, hidden.strip_region(cell.source, hidden.HIDDEN_BEGIN, hidden.HIDDEN_END)))
         for out in cell.get("outputs", []):
             seen.append((f"{gid} output", out.get("text", "") + str(out.get("data", {}).get("text/plain", ""))))
     raise AssertionError(f"no cell {asking}")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring import cells as nbs
+from autograder.engine.host import hidden
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "q5_cost_scaling"
@@ -47,7 +48,7 @@ def _solution_lines(cells) -> list[str]:
     lines = []
     for cell in cells:
         if cell.cell_type == "code" and nbs.is_solution_cell(cell):
-            region = cell.source.split(nbs.SOLUTION_BEGIN)[1].split(nbs.SOLUTION_END)[0]
+            region = cell.source.split(hidden.SOLUTION_BEGIN)[1].split(hidden.SOLUTION_END)[0]
             lines += [ln.split("#")[0].strip() for ln in region.splitlines()]
     return [ln for ln in lines if ln]
 
@@ -115,7 +116,7 @@ def _seen_before(asking: str) -> list[tuple[str, str]]:
         gid = nbs.grade_id(cell) or ""
         if nbs.is_solution_cell(cell):        # the student's own cells, and model answers
             continue
-        text = nbs.strip_region(cell.source, nbs.HIDDEN_BEGIN, nbs.HIDDEN_END)
+        text = hidden.strip_region(cell.source, hidden.HIDDEN_BEGIN, hidden.HIDDEN_END)
         seen.append((gid, text))
         for out in cell.get("outputs", []) if gid != asking else []:
             seen.append((f"{gid} output", out.get("text", "") + str(out.get("data", {}).get("text/plain", ""))))

@@ -22,6 +22,7 @@ from autograder.engine.host.manifest import load, release_notebook
 from autograder.integrations.nbgrader.grade import grade
 from autograder.samples import expected_losses
 from autograder.samples import sample_class as full_class
+from autograder.samples.submission import make_submission
 from autograder.settings import GradeSettings
 
 pytestmark = pytest.mark.e2e
@@ -47,7 +48,7 @@ def graded(tmp_path_factory):
         source, release = nbs.read(ROOT / "source" / a / f"{a}.ipynb"), release_notebook(load(a))
         classes[a] = sample_class(a)
         for student, variant in classes[a].items():
-            nb = nbs.make_submission(source, release, variant)
+            nb = make_submission(source, release, variant)
             if student != "perfect":  # the solution keeps its figures, as a student's would
                 without_plots(nb)
             nbs.write(nb, course / "submitted" / student / a / f"{a}.ipynb")

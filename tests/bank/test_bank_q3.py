@@ -27,6 +27,7 @@ from autograder.bank import Context, checks_for, q3, q3_ext, q3_hand, q3_probes,
 from autograder.bank.lib import reference as ref
 from autograder.bank.lib.compare import CheckFailed, fmt
 from autograder.bank.runner import run_check
+from autograder.engine.host import hidden
 from autograder.engine.host.loopback import crossing
 from autograder.engine.protocol.testfn import TestFunction, define
 from autograder.samples import q3 as samples
@@ -133,7 +134,7 @@ def test_cells_that_skip_variants_read_only_their_own_solution_cells(cell):
     cells = {nbs.grade_id(c): c for c in _nb().cells}
     defined = set(dir(builtins)) | {"np", "sp", "math"}
     for gid in sorted(DEPENDS[cell], key=lambda g: list(cells).index(g)):
-        tree = ast.parse(nbs.strip_markers(cells[gid].source))
+        tree = ast.parse(hidden.strip_markers(cells[gid].source))
         defined |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         defined |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
         defined |= {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}

@@ -17,7 +17,7 @@ from hostile_decoding import SPOILERS, VALUES, spoiled
 
 from autograder import bank
 from autograder.bank import runner
-from autograder.engine.protocol import budgets, codec, jsonguard, wire
+from autograder.engine.protocol import budgets, codec, jsonguard
 from autograder.settings import ASSIGNMENTS
 
 # ------------------------------------------------------------------ every registered check
@@ -165,7 +165,7 @@ def test_honest_values_sit_well_inside_every_budget(monkeypatch):
         return out
 
     monkeypatch.setattr(srepr, "from_srepr", read)
-    monkeypatch.setattr(wire, "encode_for_host", encode)
+    monkeypatch.setattr(codec, "encode_for_host", encode)
     for check in _all_checks():
         if check.assignment not in _HONEST:
             _HONEST[check.assignment] = _honest(check.assignment)
