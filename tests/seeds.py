@@ -50,7 +50,7 @@ def surviving_seeds(assignment: str, variant: Variant, cells: Iterable[str] | No
     ns = solution_namespace(assignment, variant)
     survived: dict[str, list[int]] = {}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bank, "Context", _WatchedContext)
+        patch.setattr(runner, "Context", _WatchedContext)
         for cell in cells if cells is not None else variant.loses:
             survived[cell] = [] if cell in visible else \
                 _surviving(calls[cell], ns, assignment, seeds)

@@ -267,7 +267,8 @@ def test_cli_grade_from_a_subdirectory_exits_0_with_low_scores(batch, tmp_path):
 def _graded(student: str, score: float):
     from autograder.engine.host.job import CellResult
     from autograder.engine.host.manifest import load
-    from autograder.engine.host.pool import Graded, Task
+    from autograder.engine.host.pool import Graded
+    from autograder.engine.host.pool import Submission as Task
 
     cells = [CellResult(c.grade_id, c.grade_id, c.points, c.is_manual,
                         score=None if c.is_manual else min(score, c.points))

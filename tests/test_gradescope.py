@@ -162,10 +162,10 @@ def test_the_bundle_follows_gradescopes_layout(bundle):
     assert {"numpy", "sympy", "nbformat", "latex2mathml"} <= {p.split("==")[0] for p in pins}
     with zipfile.ZipFile(source / wheel) as zf:
         assert f"autograder/manifests/{A}.json" in zf.namelist()
-        assert "autograder/gradescope_run.py" in zf.namelist()
+        assert "autograder/integrations/gradescope/run.py" in zf.namelist()
     setup = (source / "setup.sh").read_text()
     assert f"useradd --system --uid {STUDENT_UID}" in setup and f"--gid {STUDENT_UID}" in setup
-    assert "gradescope_run --prepare" in setup
+    assert "gradescope.run --prepare" in setup
     assert setup.index("chmod -R a+rX") < setup.index("--prepare")  # closed after opened
     assert (source / "salt").read_text().strip() == SALT
     assert json.loads((source / "config.json").read_text())["assignment"] == A
@@ -277,7 +277,6 @@ def test_cli_writes_the_bundle_and_refuses_bad_input(tmp_path):
 
 
 def test_a_sandbox_that_cannot_start_is_retried_without_namespaces(monkeypatch, capsys):
-    import autograder.grading.batch as grade_module
     from autograder.errors import SandboxUnavailable
     from autograder.integrations.gradescope import run as gradescope_run
 
@@ -289,14 +288,15 @@ def test_a_sandbox_that_cannot_start_is_retried_without_namespaces(monkeypatch, 
             raise SandboxUnavailable("the sandbox's zygote exited while starting (exit code 1)")
         return ["row"], ["record"]
 
-    monkeypatch.setattr(grade_module, "grade_submissions", fake)
+    monkeypatch.setattr(gradescope_run, "grade_submissions", fake)
     assert gradescope_run._engine("submission", SETTINGS) == (["row"], ["record"])
     assert calls == [True, False]
     assert "without namespaces" in capsys.readouterr().out
 
 
 def test_an_engine_crash_is_zero_and_said_to_be_the_graders_fault():
-    from autograder.engine.host.pool import Graded, Task
+    from autograder.engine.host.pool import Graded
+    from autograder.engine.host.pool import Submission as Task
     from autograder.grading.batch import Result
     from autograder.integrations.gradescope.run import CRASHED, BundleConfig, results_for
 

@@ -53,7 +53,7 @@ def engine(monkeypatch):
                 progress(record)
         return records
 
-    monkeypatch.setattr(pool, "grade_tasks", grade_tasks)
+    monkeypatch.setattr(grading, "grade_tasks", grade_tasks)
     return files
 
 

@@ -87,8 +87,10 @@ def new_course(folder: Path, root: Path, assignments: list[str] | tuple[str, ...
 
 
 def _last_error(done: subprocess.CompletedProcess) -> str:
-    lines = [ln for ln in (done.stderr or "").splitlines() if "ERROR" in ln or "Error" in ln]
-    return (lines[-1] if lines else (done.stderr or "").strip()[-300:]) or f"exit {done.returncode}"
+    """nbgrader's last stderr line (where it states its error), for a one-line message:
+    whether it failed is the exit code's to say, never this text."""
+    lines = [ln.strip() for ln in (done.stderr or "").splitlines() if ln.strip()]
+    return lines[-1][-300:] if lines else f"exit {done.returncode}"
 
 
 @dataclass(frozen=True)
