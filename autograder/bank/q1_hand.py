@@ -17,12 +17,12 @@ import numpy as np
 from . import Context, check
 from .lib import misconceptions as mc
 from .lib import reference as ref
-from .lib.compare import CheckFailed, as_array, fail, fmt
+from .lib.compare import as_array, fail, fmt
+from .lib.handsteps import TOL, Diagnosis, cause, close, earlier, judge
 
 #: W_v = V_SCALE·I in the thinking question (the lecture's example has 2I).
 V_SCALE = 3.0
 #: Marks allow the lecture's rounding to 3 decimals (relative and absolute).
-TOL = ref.LECTURE_ATOL
 
 _X = ref.HAND_X
 V_3I, V_2I = V_SCALE * _X, 2.0 * _X  # V = X·W_v; X = I here, so V = W_v
@@ -47,28 +47,6 @@ OUTPUT_OLD_V = mc.register(
     "q1_output_old_v", "输出还在用 W_v = 2I 的 V",
     "W_v 换成了 3I，V 要按 V = X·3I 重新算，再用权重对新的 V₁、V₂ 加权求和。")
 
-Diagnosis = tuple[str, "np.ndarray | None"]
-
-
-def _earlier(value: object, shape: tuple[int, ...]) -> np.ndarray | None:
-    """A previous step's value as a finite float array of ``shape``, or None (then only
-    the exact value counts for this step)."""
-    try:
-        arr = as_array(value, "")
-    except CheckFailed:
-        return None
-    return arr if arr.shape == shape and np.isfinite(arr).all() else None
-
-
-def _close(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=TOL, atol=TOL))
-
-
-def _cause(arr: np.ndarray, targets: Sequence[np.ndarray], diagnoses: Sequence[Diagnosis]) -> str:
-    for text, wrong in diagnoses:
-        if wrong is not None and _close(arr, wrong) and not any(_close(wrong, t) for t in targets):
-            return f"\n可能的原因：{text}"
-    return ""
 
 
 def _value(got: object, what: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -83,20 +61,10 @@ def _value(got: object, what: str, shape: tuple[int, ...]) -> np.ndarray:
 
 def _step(got: object, what: str, *, exact: np.ndarray, carried: np.ndarray | None,
           source: str, diagnoses: Sequence[Diagnosis] = ()) -> np.ndarray:
-    """Pass when ``got`` is ``carried`` (the lecture's rule applied to the student's own
-    previous value, named ``source``) or the exact value; else say what is wrong with it."""
+    """:func:`.lib.handsteps.judge` on ``got`` read as an array of ``exact``'s shape."""
     arr = _value(got, what, exact.shape)
-    targets = [t for t in (carried, exact) if t is not None]
-    if any(_close(arr, t) for t in targets):
-        return arr
-    # what came back and why it is wrong, never the right value: the exercises edition
-    # shows this message the moment a student checks a guess
-    cause = _cause(arr, targets, diagnoses)
-    if carried is None or _close(carried, exact):
-        fail(f"{what} = {fmt(arr)} 不对（容差 {TOL:g}）。{cause}")
-    fail(f"{what} = {fmt(arr)} 不对：它既不是由你上一步的 {source} 按讲义的做法算出来的，"
-         f"也不等于精确值（容差 {TOL:g}）。{cause}")
-    return arr  # unreachable
+    judge(arr, what, exact=exact, carried=carried, source=source, diagnoses=diagnoses)
+    return arr
 
 
 @check("q1.hand_scores", "手算第 1 步：打分 scores_1")
@@ -109,7 +77,7 @@ def hand_scores(ctx: Context, *, scores_1) -> None:
 
 @check("q1.hand_scaled", "手算第 2 步：缩放 scaled_1", context=("scores_1",))
 def hand_scaled(ctx: Context, *, scores_1, scaled_1) -> None:
-    prev = _earlier(scores_1, (2,))
+    prev = earlier(scores_1, (2,))
     base = EXACT_SCORES if prev is None else prev
     _step(scaled_1, "scaled_1", exact=EXACT_SCALED, source="scores_1",
           carried=None if prev is None else prev / np.sqrt(2),
@@ -122,7 +90,7 @@ def hand_exp(ctx: Context, *, scores_1, scaled_1, exps_1) -> None:
     arr = _value(exps_1, "exps_1", (2,))
     if (arr <= 0).any():
         fail(f"exps_1 = {fmt(arr)} 里有不是正数的项：e 的任何次方都大于 0（e⁰ = 1）。")
-    prev, scores = _earlier(scaled_1, (2,)), _earlier(scores_1, (2,))
+    prev, scores = earlier(scaled_1, (2,)), earlier(scores_1, (2,))
     _step(arr, "exps_1", exact=EXACT_EXPS, source="scaled_1",
           carried=None if prev is None else np.exp(prev),
           diagnoses=[(EXP_OF_UNSCALED.describe(), np.exp(EXACT_SCORES if scores is None else scores))])
@@ -130,7 +98,7 @@ def hand_exp(ctx: Context, *, scores_1, scaled_1, exps_1) -> None:
 
 @check("q1.hand_sum", "手算第 4 步：求和 total_1", context=("exps_1",))
 def hand_sum(ctx: Context, *, exps_1, total_1) -> None:
-    prev = _earlier(exps_1, (2,))
+    prev = earlier(exps_1, (2,))
     base = EXACT_EXPS if prev is None else prev
     one_term = SUM_ONE_TERM.describe()
     _step(total_1, "total_1", exact=EXACT_TOTAL, source="exps_1",
@@ -141,15 +109,15 @@ def hand_sum(ctx: Context, *, exps_1, total_1) -> None:
 @check("q1.hand_weights", "手算第 5 步：权重 weights_1", context=("exps_1", "total_1"))
 def hand_weights(ctx: Context, *, exps_1, total_1, weights_1) -> None:
     arr = _value(weights_1, "weights_1", (2,))
-    exps, total = _earlier(exps_1, (2,)), _earlier(total_1, ())
+    exps, total = earlier(exps_1, (2,)), earlier(total_1, ())
     carried = None if exps is None or total is None or total == 0 else exps / total
     base = EXACT_WEIGHTS if carried is None else carried
     scaled_by_v = mc.CATALOG["weights_depend_on_v"].describe()
     diagnoses = [(scaled_by_v, 1.5 * base), (scaled_by_v, V_SCALE * base),
                  ("两个权重写反了：位置 1 对自己的权重对应第一项 exp。", base[::-1])]
     if (arr < -TOL).any() or abs(float(arr.sum()) - 1) > TOL:
-        why = _cause(arr, [EXACT_WEIGHTS], diagnoses)
-        if not why and carried is not None and _close(arr, carried):
+        why = cause(arr, [EXACT_WEIGHTS], diagnoses)
+        if not why and carried is not None and close(arr, carried):
             why = "\n它与你的 exps_1 / total_1 一致：问题出在前面的 total_1（分母应是所有项 exp 之和）。"
         fail(f"weights_1 = {fmt(arr)} 应非负、加起来等于 1（softmax 的输出），"
              f"它的和是 {float(arr.sum()):.4g}。{why}")
@@ -159,7 +127,7 @@ def hand_weights(ctx: Context, *, exps_1, total_1, weights_1) -> None:
 
 @check("q1.hand_output", "手算第 6 步：输出 output_1", context=("weights_1",))
 def hand_output(ctx: Context, *, weights_1, output_1) -> None:
-    prev = _earlier(weights_1, (2,))
+    prev = earlier(weights_1, (2,))
     base = EXACT_WEIGHTS if prev is None else prev
     _step(output_1, "output_1", exact=EXACT_OUTPUT, source="weights_1",
           carried=None if prev is None else prev @ V_3I,

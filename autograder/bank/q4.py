@@ -23,7 +23,8 @@ from . import q4_ext as _ext  # noqa: F401  (its checks register on import)
 from .lib import misconceptions as mc
 from .lib import reference as ref
 from .lib.compare import as_array, assert_close, fail, fmt
-from .q4_hand import OUTPUT_IS_X, TOL, V_SCALE, X1
+from .lib.handsteps import TOL
+from .q4_hand import OUTPUT_IS_X, V_SCALE, X1
 from .q4_match import ATOL, RTOL, diagnoser
 
 OUTPUT_DEPENDS_ON_QK = mc.register(

@@ -14,17 +14,15 @@ edition shows them the moment a student checks a guess.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from . import Context, check
 from .lib import misconceptions as mc
 from .lib import reference as ref
-from .lib.compare import CheckFailed, as_array, fail, fmt
+from .lib.compare import as_array, fail, fmt
+from .lib.handsteps import earlier, judge
 
 #: Marks allow the lecture's rounding to 3 decimals (relative and absolute).
-TOL = ref.LECTURE_ATOL
 X1 = ref.HAND_X[0]                     # the one token left: x₁ = [1, 0]
 V_SCALE = 2.0                          # W_v = 2I, as in the lecture
 V_ROWS = V_SCALE * ref.HAND_X          # V₁ = [2, 0], V₂ = [0, 2] (x₂'s row only for diagnoses)
@@ -65,28 +63,6 @@ OUTPUT_IS_X = mc.register(
     "输出等于输入 x 本身（或它的倍数）：加权求和的对象是 Value，不是 x。"
     "V = x·W_v 这一步不能省。")
 
-Diagnosis = tuple[str, "np.ndarray | None"]
-
-
-def _earlier(value: object, shape: tuple[int, ...]) -> np.ndarray | None:
-    """A previous step's value as a finite float array of ``shape``, or None (then only
-    the exact value counts for this step)."""
-    try:
-        arr = as_array(value, "")
-    except CheckFailed:
-        return None
-    return arr if arr.shape == shape and np.isfinite(arr).all() else None
-
-
-def _close(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=TOL, atol=TOL))
-
-
-def _cause(arr: np.ndarray, targets: Sequence[np.ndarray], diagnoses: Sequence[Diagnosis]) -> str:
-    for text, wrong in diagnoses:
-        if wrong is not None and _close(arr, wrong) and not any(_close(wrong, t) for t in targets):
-            return f"\n可能的原因：{text}"
-    return ""
 
 
 def _value(got: object, what: str, ndim: int) -> np.ndarray:
@@ -101,18 +77,7 @@ def _value(got: object, what: str, ndim: int) -> np.ndarray:
     return arr
 
 
-def _step(arr: np.ndarray, what: str, *, exact: np.ndarray, carried: np.ndarray | None,
-          source: str, diagnoses: Sequence[Diagnosis] = ()) -> None:
-    """Pass when ``arr`` is ``carried`` (the lecture's rule applied to the student's own
-    previous value, named ``source``) or the exact value; else say what is wrong with it."""
-    targets = [t for t in (carried, exact) if t is not None]
-    if any(_close(arr, t) for t in targets):
-        return
-    cause = _cause(arr, targets, diagnoses)
-    if carried is None or _close(carried, exact):
-        fail(f"{what} = {fmt(arr)} 不对（容差 {TOL:g}）。{cause}")
-    fail(f"{what} = {fmt(arr)} 不对：它既不是由你上一步的 {source} 按讲义的做法算出来的，"
-         f"也不等于精确值（容差 {TOL:g}）。{cause}")
+_step = judge
 
 
 @check("q4.hand_scores", "手算第 1 步：打分 scores_1")
@@ -128,7 +93,7 @@ def hand_scores(ctx: Context, *, scores_1) -> None:
 @check("q4.hand_scaled", "手算第 2 步：缩放 scaled_1", context=("scores_1",))
 def hand_scaled(ctx: Context, *, scores_1, scaled_1) -> None:
     arr = _value(scaled_1, "scaled_1", 1)
-    prev = _earlier(scores_1, EXACT_SCORES.shape)
+    prev = earlier(scores_1, EXACT_SCORES.shape)
     base = EXACT_SCORES if prev is None else prev
     unscaled = f"{mc.CATALOG['no_scaling'].describe()}\n也可能是{DK_IS_N.describe()}"
     _step(arr, "scaled_1", exact=EXACT_SCALED, source="scores_1",
@@ -142,7 +107,7 @@ def hand_exp(ctx: Context, *, scores_1, scaled_1, exps_1) -> None:
     arr = _value(exps_1, "exps_1", 1)
     if (arr <= 0).any():
         fail(f"exps_1 = {fmt(arr)} 里有不是正数的项：e 的任何次方都大于 0（e⁰ = 1）。")
-    prev, scores = _earlier(scaled_1, EXACT_SCALED.shape), _earlier(scores_1, EXACT_SCORES.shape)
+    prev, scores = earlier(scaled_1, EXACT_SCALED.shape), earlier(scores_1, EXACT_SCORES.shape)
     base = EXACT_SCALED if prev is None else prev
     _step(arr, "exps_1", exact=EXACT_EXPS, source="scaled_1",
           carried=None if prev is None else np.exp(prev),
@@ -155,7 +120,7 @@ def hand_exp(ctx: Context, *, scores_1, scaled_1, exps_1) -> None:
 @check("q4.hand_sum", "手算第 4 步：求和 total_1", context=("exps_1",))
 def hand_sum(ctx: Context, *, exps_1, total_1) -> None:
     arr = _value(total_1, "total_1", 0)
-    prev = _earlier(exps_1, EXACT_EXPS.shape)
+    prev = earlier(exps_1, EXACT_EXPS.shape)
     base = EXACT_EXPS if prev is None else prev
     _step(arr, "total_1", exact=EXACT_TOTAL, source="exps_1",
           carried=None if prev is None else np.array(prev.sum()),
@@ -166,7 +131,7 @@ def hand_sum(ctx: Context, *, exps_1, total_1) -> None:
 @check("q4.hand_weights", "手算第 5 步：权重 weights_1", context=("exps_1", "total_1"))
 def hand_weights(ctx: Context, *, exps_1, total_1, weights_1) -> None:
     arr = _value(weights_1, "weights_1", 1)
-    exps, total = _earlier(exps_1, EXACT_EXPS.shape), _earlier(total_1, ())
+    exps, total = earlier(exps_1, EXACT_EXPS.shape), earlier(total_1, ())
     carried = None if exps is None or total is None or total == 0 else exps / total
     _step(arr, "weights_1", exact=EXACT_WEIGHTS, carried=carried, source="exps_1 / total_1",
           diagnoses=[(mc.CATALOG["exp_without_normalising"].describe(),
@@ -182,7 +147,7 @@ def hand_output(ctx: Context, *, weights_1, output_1) -> None:
     if arr.shape != EXACT_OUTPUT.shape:
         fail(f"output_1 应是长度 {EXACT_OUTPUT.size} 的数组（位置 1 的新表示，与 V 的一行同长），"
              f"得到的形状是 {arr.shape}。")
-    prev = _earlier(weights_1, EXACT_WEIGHTS.shape)
+    prev = earlier(weights_1, EXACT_WEIGHTS.shape)
     base = EXACT_WEIGHTS if prev is None else prev
     _step(arr, "output_1", exact=EXACT_OUTPUT, source="weights_1",
           carried=None if prev is None else prev @ V_ROWS[:1],

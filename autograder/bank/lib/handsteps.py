@@ -1,0 +1,57 @@
+"""Hand steps carried forward: a step passes on the exact value or on the lecture's rule
+applied to the student's own previous answer, and a failure says what is wrong with what
+came back (never the right value: the exercises edition shows it the moment a student
+checks a guess)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import reference as ref
+from .compare import CheckFailed, as_array, fail, fmt
+
+__all__ = ["TOL", "Diagnosis", "earlier", "close", "cause", "judge"]
+
+#: The hand steps' tolerance: the lecture prints its numbers to this many places.
+TOL = ref.LECTURE_ATOL
+
+#: (the likely cause in words, the value that mistake gives or None)
+Diagnosis = tuple[str, "np.ndarray | None"]
+
+
+def earlier(value: object, shape: tuple[int, ...]) -> np.ndarray | None:
+    """A previous step's value as a finite float array of ``shape``, or None (then only
+    the exact value counts for this step)."""
+    try:
+        arr = as_array(value, "")
+    except CheckFailed:
+        return None
+    return arr if arr.shape == shape and np.isfinite(arr).all() else None
+
+
+def close(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=TOL, atol=TOL))
+
+
+def cause(arr: np.ndarray, targets: Sequence[np.ndarray], diagnoses: Sequence[Diagnosis]) -> str:
+    """The first diagnosis whose value ``arr`` matches (and no right value does)."""
+    for text, wrong in diagnoses:
+        if wrong is not None and close(arr, wrong) and not any(close(wrong, t) for t in targets):
+            return f"\n可能的原因：{text}"
+    return ""
+
+
+def judge(arr: np.ndarray, what: str, *, exact: np.ndarray, carried: np.ndarray | None,
+          source: str, diagnoses: Sequence[Diagnosis] = ()) -> None:
+    """Pass when ``arr`` is ``carried`` (the lecture's rule applied to the student's own
+    previous value, named ``source``) or the exact value; else fail saying what is wrong."""
+    targets = [t for t in (carried, exact) if t is not None]
+    if any(close(arr, t) for t in targets):
+        return
+    why = cause(arr, targets, diagnoses)
+    if carried is None or close(carried, exact):
+        fail(f"{what} = {fmt(arr)} 不对（容差 {TOL:g}）。{why}")
+    fail(f"{what} = {fmt(arr)} 不对：它既不是由你上一步的 {source} 按讲义的做法算出来的，"
+         f"也不等于精确值（容差 {TOL:g}）。{why}")
