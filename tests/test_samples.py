@@ -18,6 +18,8 @@ from lecture import ASSIGNMENT_ORDER
 from pipeline_helpers import ROOT, without_plots
 
 from autograder.authoring import cells as nbs
+from autograder.bank import checks_for
+from autograder.bank.lib.misconceptions import CATALOG
 from autograder.engine.host.manifest import load, release_notebook
 from autograder.integrations.nbgrader.grade import grade
 from autograder.samples import expected_losses
@@ -27,7 +29,7 @@ from autograder.settings import GradeSettings
 
 pytestmark = pytest.mark.e2e
 
-PRESENT = [a for a in ASSIGNMENT_ORDER if (ROOT / "source" / a / f"{a}.ipynb").is_file()]
+PRESENT = ASSIGNMENT_ORDER  # every assignment: a missing notebook fails, never skips
 SETTINGS = GradeSettings(timeout=180, cell_timeout=60, salt="sample-class")
 
 
@@ -103,6 +105,27 @@ def test_no_feedback_page_shows_hidden_tests(graded, assignment):
     for student in classes[assignment]:
         page = (course / "out" / rows[(student, assignment)].feedback).read_text(encoding="utf-8")
         assert "BEGIN HIDDEN TESTS" not in page and "run_check" not in page
+
+
+def test_the_misconceptions_a_page_names_are_in_scores_json(graded):
+    """Every catalog label a mistake's page must name is in its scores.json row, under a
+    cell it lost; the perfect students' rows name none."""
+    course, classes, _rows = graded
+    data = {(r["student"], r["assignment"]): r
+            for r in json.loads((course / "out" / "scores.json").read_text(encoding="utf-8"))}
+    for assignment in PRESENT:
+        checks_for(assignment)  # the assignment's own misconceptions are registered
+    labels, counted = {m.label: m.key for m in CATALOG.values()}, 0
+    for (student, assignment), row in data.items():
+        named = {(m["key"], m["label"]) for found in row["misconceptions"].values() for m in found}
+        variant = classes[assignment][student]  # None: the blank release
+        expected = {(labels[x], x) for x in getattr(variant, "feedback", ()) if x in labels}
+        assert expected <= named, (student, assignment, row["misconceptions"])
+        assert set(row["misconceptions"]) <= set(row["lost"]) | set(row["practice"])
+        counted += len(expected)
+        if student == "perfect":
+            assert named == set()
+    assert counted >= len(PRESENT), counted  # at least one mistake per assignment
 
 
 def test_scores_json_has_a_row_per_notebook(graded):

@@ -32,6 +32,7 @@ from ..engine.protocol.faults import StudentFault
 from ..settings import PRACTICE_SALT, Status
 from . import Context, get_check, modules_of
 from .lib.compare import CheckFailed
+from .lib.misconceptions import named_in
 
 __all__ = ["Outcome", "evaluate", "seed_for", "warm", "run_check", "self_check", "GraderError",
            "GRADER_ERROR", "RUNAWAY_SLACK"]
@@ -46,8 +47,9 @@ class Outcome:
     """One check on one student's values.
 
     ``status`` is :attr:`Status.PASSED`, :attr:`Status.FAILED` (``message``: the Chinese
-    diagnosis for the student) or :attr:`Status.ERROR`: the check itself broke, which is
-    never the student's fault (``detail``: the traceback, for the instructor).
+    diagnosis for the student; ``misconceptions``: (key, label) of each registered
+    misconception the message names) or :attr:`Status.ERROR`: the check itself broke,
+    which is never the student's fault (``detail``: the traceback, for the instructor).
     """
 
     name: str
@@ -55,6 +57,7 @@ class Outcome:
     status: Status
     message: str = ""
     detail: str = ""
+    misconceptions: tuple[tuple[str, str], ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -117,10 +120,10 @@ def evaluate(name: str, values: dict[str, Any], *, seed: int | None = None) -> O
         with _quiet(), time_limit(chk.seconds + RUNAWAY_SLACK), \
                 call_deadline(time.monotonic() + chk.seconds):
             chk.func(ctx, **values)
-    except CheckFailed as err:
-        return Outcome(name, chk.title, Status.FAILED, str(err))
-    except StudentFault as err:
-        return Outcome(name, chk.title, Status.FAILED, str(err))
+    except (CheckFailed, StudentFault) as err:
+        message = str(err)
+        return Outcome(name, chk.title, Status.FAILED, message,
+                       misconceptions=tuple((m.key, m.label) for m in named_in(message)))
     except TimeLimit:
         return Outcome(name, chk.title, Status.FAILED,
                        f"运行超过 {chk.seconds:g} 秒被停止。是否有死循环，或对很大的输入做了逐元素的"

@@ -59,6 +59,9 @@ class Result:
     parts: dict[str, dict[str, float]] = field(default_factory=dict)
     #: Test cells of practice 拓展 sections: grade id -> status (checked, never scored).
     practice: dict[str, Status] = field(default_factory=dict)
+    #: grade id -> the misconceptions its failed checks named ({"key", "label"} each),
+    #: practice cells included: what the class report counts.
+    misconceptions: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
     @property
     def failed_practice(self) -> set[str]:
@@ -117,6 +120,13 @@ def _result(sub: Submission, manifest, graded) -> Result:
         if not cell.manual and cell.part in result.parts:
             result.parts[cell.part]["score"] += cell.score or 0.0
     result.practice = {cell.grade_id: cell.status for cell in graded.practice}
+    result.misconceptions = {cell.grade_id: [{"key": k, "label": label}
+                                             for k, label in cell.misconceptions]
+                             for cell in [*graded.cells, *graded.practice] if cell.misconceptions}
+    if result.misconceptions:
+        log.info("%s/%s: misconceptions %s", sub.student, sub.assignment,
+                 "; ".join(f"{c}: {', '.join(m['key'] for m in ms)}"
+                           for c, ms in result.misconceptions.items()))
     result.auto_score = float(sum(s or 0.0 for c, s in result.cells.items()
                                   if c not in result.manual))
     if result.grader_errors:

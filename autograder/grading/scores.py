@@ -41,12 +41,18 @@ def _order(assignment: str) -> tuple[int, str]:
     return (ASSIGNMENTS.index(assignment) if assignment in ASSIGNMENTS else 99, assignment)
 
 
+def _named(result: Result) -> str:
+    """``grade_id: label, label; ...`` for the CSV (scores.json has the keys as well)."""
+    return "; ".join(f"{cell}: {', '.join(m['label'] for m in found)}"
+                     for cell, found in result.misconceptions.items())
+
+
 def write_outputs(results: list[Result], out: Path) -> None:
     """``scores.csv`` and ``scores.json`` for ``results`` in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     cols = _columns(results)
     fixed = ["student", "assignment", "status", "auto_score", "auto_max", "core_score",
-             "core_max", "extension_score", "extension_max", "reason", "review"]
+             "core_max", "extension_score", "extension_max", "reason", "review", "misconceptions"]
     with open(out / "scores.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(fixed + [name for name, _a, _c in cols])
@@ -54,7 +60,8 @@ def write_outputs(results: list[Result], out: Path) -> None:
             row = [printable(r.student), printable(r.assignment), r.status,
                    float(r.auto_score), float(r.auto_max),
                    *map(float, r.part_total(False)), *map(float, r.part_total(True)),
-                   printable(r.reason, 10_000), printable("; ".join(r.review), 10_000)]
+                   printable(r.reason, 10_000), printable("; ".join(r.review), 10_000),
+                   printable(_named(r), 10_000)]
             for _name, a, cell in cols:
                 value = r.cells.get(cell) if a == r.assignment else None
                 row.append("" if value is None else float(value))

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import reference as ref
 
-__all__ = ["Misconception", "CATALOG", "register", "attention_variants", "softmax_variants",
+__all__ = ["Misconception", "CATALOG", "register", "named_in", "attention_variants", "softmax_variants",
            "weights_variants", "match", "diagnoser", "naive_softmax"]
 
 
@@ -80,6 +80,13 @@ def register(key: str, label: str, explain: str) -> Misconception:
         raise ValueError(f"misconception {key!r} registered twice with different text")
     CATALOG[key] = entry
     return entry
+
+
+def named_in(message: str) -> list[Misconception]:
+    """The registered misconceptions a failure message names (each once, in the order the
+    message names them): a description always carries its label in 【】."""
+    found = [(message.find(f"【{m.label}】"), m) for m in CATALOG.values()]
+    return [m for at, m in sorted((f for f in found if f[0] >= 0), key=lambda f: f[0])]
 
 
 def naive_softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -130,6 +130,7 @@ class Execute:
                 result.status = Status.FAILED
             if outcome.status == Status.FAILED:
                 result.messages.append(outcome.message)
+                result.add_misconceptions(outcome.misconceptions)
                 _verdict(job, cell, verdict_output(
                     "CheckFailed", f"{outcome.title}：{outcome.message}", Status.FAILED))
 

@@ -38,6 +38,11 @@ class CellResult:
     errors: list[str] = field(default_factory=list)  # grader tracebacks, instructor only
     part: str = "core"
     practice: bool = False
+    #: (key, label) of each misconception the failed checks named, each once.
+    misconceptions: list[tuple[str, str]] = field(default_factory=list)
+
+    def add_misconceptions(self, found: tuple[tuple[str, str], ...]) -> None:
+        self.misconceptions += [m for m in found if m not in self.misconceptions]
 
 
 @dataclass
