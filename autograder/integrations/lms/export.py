@@ -27,11 +27,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ...errors import CourseError
-from ...settings import ASSIGNMENTS
+from ...settings import ASSIGNMENTS, EXPORT_FORMATS, RowStatus
 
 __all__ = ["FORMATS", "Gradebook", "load_gradebook", "export"]
 
-FORMATS = ("canvas", "moodle", "csv")
+FORMATS = EXPORT_FORMATS  # defined once, in settings
 CANVAS_HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_HEADER = ["Identifier", "Full name", "Grade", "Maximum Grade", "Last modified (grade)"]
 
@@ -49,7 +49,7 @@ class Gradebook:
 
 
 #: Statuses whose total is left blank: a broken check, or a file the intake refused.
-BLANK = ("grader-error", "refused")
+BLANK = (RowStatus.GRADER_ERROR, RowStatus.REFUSED)
 
 
 def _total(row: dict) -> float | None:

@@ -37,13 +37,13 @@ import logging
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from ...engine.host.files import find_notebooks
 from ...errors import CourseError
 from ...grading.guard import Remark
-from ...settings import ASSIGNMENTS, check_assignment
+from ...settings import ASSIGNMENTS, MAX_NOTEBOOK_BYTES, check_assignment
 from ..nbgrader.grade import find_submissions
 from ..nbgrader.grade import grade as grade_layout
 from .names import CANVAS, MOODLE_DIR, MOODLE_FILE, Entry, conflicting, parse_name
@@ -163,7 +163,12 @@ def _refusals(group: list[Entry], students: set[str]) -> dict[int, tuple[str, st
         return dict.fromkeys(range(len(group)), why)
     refused = {}
     for i, e in enumerate(group):
-        if others := conflicting(e, students):
+        if e.too_large:
+            mb = MAX_NOTEBOOK_BYTES >> 20
+            refused[i] = (f"上传的文件“{e.filename}”超过 {mb} MB，未评分：请学生重新上传，或人工评分",
+                          f"the uploaded file {e.filename!r} is larger than {mb} MB: not "
+                          "graded; ask for a new upload or grade it by hand")
+        elif others := conflicting(e, students):
             ids = ", ".join(others)
             refused[i] = (f"上传的文件名“{e.filename}”也可读作另一位学生（{ids}）的下载文件名，"
                           f"未评分：请在 {_LMS[e.lms]} 中核对后人工评分",
@@ -215,15 +220,21 @@ def _several(chosen: Entry, others: list[Entry]) -> tuple[str, str]:
             f"{chosen.filename!r} (the latest), not graded: {names}")
 
 
-def _entries(root: Path) -> list[Entry]:
+def _entries(root: Path, too_large: set[Path]) -> list[Entry]:
+    """The download's notebooks as entries. A notebook not named as the LMS names them
+    belongs to no student we can tell: it is left out and the log says so (one odd file
+    must not stop the class)."""
     entries, strays = [], []
     for path in find_notebooks(root, recursive=True):
         rel = PurePosixPath(path.relative_to(root).as_posix())
         entry = parse_name(rel, path)
-        (entries if entry else strays).append(entry or rel)
+        if entry is not None:
+            entries.append(replace(entry, too_large=path in too_large))
+        else:
+            strays.append(str(rel))
     if entries and strays:
-        raise CourseError(f"{strays[0]} is not named as Canvas or Moodle name their "
-                          "downloads: remove it from the download, or grade it on its own")
+        log.warning("not graded, not named as Canvas or Moodle name their downloads (grade "
+                    "them on their own): %s", ", ".join(strays))
     return entries
 
 
@@ -232,8 +243,9 @@ def open_download(path: Path, *, assignment: str | None, work: Path) -> Intake |
     layout (a zip holding one is unpacked and graded as such)."""
     path = Path(path)
     _count_notebooks(path, assignment)
-    root = unpack(path, work / "download") if path.is_file() else path
-    entries = _entries(root)
+    too_large = unpack(path, work / "download") if path.is_file() else set()
+    root = work / "download" if path.is_file() else path
+    entries = _entries(root, too_large)
     if not entries:
         find_submissions(root, assignment)  # an nbgrader layout, else its error
         return Intake("nbgrader", root) if path.is_file() else None

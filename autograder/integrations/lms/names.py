@@ -49,6 +49,7 @@ class Entry:
     order: int = 0
     assignment: str | None = None
     claims: frozenset[str] = frozenset()
+    too_large: bool = False  # over the notebook limit: refused, never read
 
 
 def _readings(pattern: re.Pattern, texts: list[str]) -> set[str]:

@@ -1,10 +1,11 @@
 """An LMS's "download all submissions" zip, read safely: only its notebooks come out.
 
-No absolute or ``..`` paths, no links, no hidden or ``__MACOSX`` folders; no member larger
-than the notebook limit whatever its header claims (:data:`~autograder.settings.MAX_NOTEBOOK_BYTES`),
-no more than :data:`MAX_MEMBERS` members or :data:`MAX_TOTAL` bytes in all; only
-``.ipynb`` members are written. Anything else is a one-line
-:class:`~autograder.errors.CourseError` saying what to do.
+No absolute or ``..`` paths, no links, no hidden or ``__MACOSX`` folders; no more than :data:`MAX_MEMBERS`
+members or :data:`MAX_TOTAL` bytes in all; only ``.ipynb`` members are written. Anything
+else is a one-line :class:`~autograder.errors.CourseError` saying what to do, except one
+student's notebook larger than the limit whatever its header claims
+(:data:`~autograder.settings.MAX_NOTEBOOK_BYTES`): that one submission must not stop the
+class, so it is written as an empty file and listed, and the intake refuses its row.
 """
 
 from __future__ import annotations
@@ -42,9 +43,6 @@ def _safe_parts(zip_path: Path, name: str, info: zipfile.ZipInfo) -> tuple[str, 
     if stat.S_ISLNK(info.external_attr >> 16):
         raise CourseError(f"{zip_path} has a symbolic link ({name!r}): download the "
                           "submissions again from the LMS")
-    if info.file_size > MAX_NOTEBOOK:
-        raise CourseError(f"{zip_path}: {name!r} is larger than {MAX_NOTEBOOK >> 20} MB: "
-                          "remove it from the download or grade that student by hand")
     return parts
 
 
@@ -62,15 +60,18 @@ def open_zip(path: Path) -> zipfile.ZipFile:
     return zf
 
 
-def _copy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path) -> int:
-    """Copy one member, never more than the limit whatever its header claims."""
+def _copy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path) -> int | None:
+    """Copy one member, never more than the limit whatever its header claims (None: it
+    is larger; an empty file stands in for it)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with zf.open(info) as src, open(target, "xb") as dst:
-            data = src.read(MAX_NOTEBOOK + 1)
+        with open(target, "xb") as dst:
+            if info.file_size > MAX_NOTEBOOK:
+                return None
+            with zf.open(info) as src:
+                data = src.read(MAX_NOTEBOOK + 1)
             if len(data) > MAX_NOTEBOOK:
-                raise CourseError(f"{info.filename!r} unpacks to more than "
-                                  f"{MAX_NOTEBOOK >> 20} MB: grade that student by hand")
+                return None
             dst.write(data)
     except (RuntimeError, zipfile.BadZipFile, NotImplementedError, OSError) as err:
         raise CourseError(f"cannot unpack {info.filename!r} ({err}): download the "
@@ -78,9 +79,10 @@ def _copy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path) -> in
     return len(data)
 
 
-def unpack(path: Path, dest: Path) -> Path:
-    """The zip's notebooks, and only those, written under ``dest``."""
-    total = 0
+def unpack(path: Path, dest: Path) -> set[Path]:
+    """The zip's notebooks, and only those, written under ``dest``; returns the members
+    too large to grade (each an empty file under ``dest``)."""
+    total, too_large = 0, set()
     with open_zip(path) as zf:
         for info in zf.infolist():
             name = member_name(info)
@@ -92,8 +94,12 @@ def unpack(path: Path, dest: Path) -> Path:
             target = dest.joinpath(*parts)
             if target.exists():
                 continue  # the same name twice in one zip: keep the first
-            total += _copy_member(zf, info, target)
+            size = _copy_member(zf, info, target)
+            if size is None:
+                too_large.add(target)
+                continue
+            total += size
             if total > MAX_TOTAL:
                 raise CourseError(f"{path} unpacks to more than {MAX_TOTAL >> 30} GB of "
                                   "notebooks: split the download")
-    return dest
+    return too_large
