@@ -13,17 +13,17 @@ step logs what it did. The steps, in order:
 5. :class:`PutBackTests`: deleted test cells are put back where they belong;
 6. :class:`OverwriteLocked`: locked cells get the manifest's text (hidden tests included),
    as ``nbgrader autograde``'s ``OverwriteCells`` does;
-6. :class:`ClearSubmittedOutputs`: every output, execution count, attachment and
+7. :class:`ClearSubmittedOutputs`: every output, execution count, attachment and
    non-nbgrader metadata the submission brought is dropped (a cell that never runs shows
    nothing, and nothing the student pre-baked reaches a browser);
-7. :class:`CollectFiles`: data files beside the notebook (no symlinks, bounded);
-8. :class:`Execute`: a sandboxed child runs every code cell in order (test cells without
+8. :class:`CollectFiles`: data files beside the notebook (no symlinks, bounded);
+9. :class:`Execute`: a sandboxed child runs every code cell in order (test cells without
    their hidden regions); after each test cell the host runs its checks on the child's
    values, seeded by (salt, student, check); outputs keep safe types only, within one
    budget per notebook (:class:`~.outputs.OutputBudget`);
-9. :class:`Score`: a test cell earns its points iff its visible part raised nothing and
+10. :class:`Score`: a test cell earns its points iff its visible part raised nothing and
    every check passed; a broken check leaves it ungraded and flags the row;
-10. :class:`.screening.Review`: the review scan of the student's code.
+11. :class:`.screening.Review`: the review scan of the student's code.
 
 A step marked ``optional`` (the timestamp, the review) that fails on a bug of ours is
 logged and skipped with a note: it never costs the submission its scores.
