@@ -52,7 +52,8 @@ table.summary{border-collapse:collapse;width:100%;margin:1em 0}
 table.summary td,table.summary th{border:1px solid #d0d7de;padding:.35em .6em;text-align:left;
 vertical-align:top;overflow-wrap:anywhere} table.summary td.pts{white-space:nowrap;text-align:right}
 .cell{margin:1.2em 0} .md{overflow-wrap:anywhere;overflow-x:auto}
-.md table{display:block;overflow-x:auto;max-width:100%;border-collapse:collapse}
+.md table{display:block;overflow-x:auto;max-width:100%;border-collapse:collapse;
+overflow-wrap:normal}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;font-family:ui-monospace,
 "SFMono-Regular",Menlo,Consolas,"Noto Sans Mono CJK SC",monospace;font-size:.9em}
 .code pre,.out pre{white-space:pre;overflow-wrap:normal}
