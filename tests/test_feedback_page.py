@@ -237,8 +237,9 @@ def test_feedback_on_a_folder_without_a_gradebook_is_one_line(tmp_path):
 
 #: The page's geometry at one width, read in the page (DevTools' Runtime.evaluate).
 GEOMETRY = """(() => {
-  const scrolls = sel => [...document.querySelectorAll(sel)]
-    .filter(e => e.scrollWidth > e.clientWidth + 1).length;
+  const scrolls = sel => [...document.querySelectorAll(sel)]  // wider inside, and scrolls
+    .filter(e => e.scrollWidth > e.clientWidth + 1
+                 && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX)).length;
   return {pageWidth: document.documentElement.scrollWidth, viewWidth: window.innerWidth,
     codeScrolls: scrolls('.code'), mathScrolls: scrolls('.mathbox'), tableScrolls: scrolls('.md table'),
     commentsWrap: [...document.querySelectorAll('.comment')].every(e => e.scrollWidth <= e.clientWidth + 1),
