@@ -127,3 +127,15 @@ def test_the_record_is_read_as_hostile_data():
 def test_a_notebook_without_the_host_s_record_is_refused(record):
     with pytest.raises(graded_record.RecordMissing):
         _restored(record)
+
+
+def test_outputs_read_back_pass_the_child_s_filter_again():
+    """An output the file should never hold (HTML, script) is dropped on the way back."""
+    record = {"version": 1, "cells": {}, "verdicts": []}
+    nb = copy.deepcopy(release_notebook(load(A)))
+    _cell(nb, "test_softmax").outputs = [nbformat.v4.new_output(
+        "display_data", data={"text/html": "<script>alert(1)</script>", "text/plain": "x"})]
+    nb.metadata[graded_record.KEY] = record
+    job = graded_record.restore(Job("s", A, ROOT, load(A), GradeSettings()), nb)
+    assert _cell(job.nb, "test_softmax").outputs[0].data == {"text/plain": "x"}
+    assert "alert(1)" not in render_feedback(job)

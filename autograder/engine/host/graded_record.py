@@ -13,7 +13,8 @@ Only the host writes :data:`KEY`: :class:`~.prepare.ClearSubmittedOutputs` drops
 notebook metadata key a submission brings but the kernel, the language and the build's
 note, and :func:`stamp` runs after the pipeline. :func:`restore` still reads the record
 as hostile data (types checked, unknown cells and statuses ignored, sizes bounded): it
-never gives a cell a title, a maximum or a part; those come from the manifest.
+never gives a cell a title, a maximum or a part (those come from the manifest), and the
+notebook's outputs pass :func:`~.outputs.clean_outputs` again, as the child's did.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from nbformat import NotebookNode
 
 from ...settings import Status
 from .job import CellResult, Job
+from .outputs import clean_outputs
 
 __all__ = ["KEY", "VERSION", "stamp", "restore", "RecordMissing"]
 
@@ -101,6 +103,9 @@ def restore(job: Job, nb: NotebookNode) -> Job:
     record = nb.get("metadata", {}).get(KEY)
     if not isinstance(record, dict) or record.get("version") != VERSION:
         raise RecordMissing(f"no {KEY} record of version {VERSION}")
+    for cell in nb.cells:  # the file's outputs pass the child's filter again
+        if cell.cell_type == "code":
+            cell.outputs = clean_outputs(cell.get("outputs"))
     job.nb = nb
     cells = record.get("cells") if isinstance(record.get("cells"), dict) else {}
     for gid, result in {**job.cells, **job.practice}.items():
