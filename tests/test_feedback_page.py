@@ -228,11 +228,19 @@ def test_nbgrader_release_feedback_releases_our_page(regraded, tmp_path):
 
 
 def test_feedback_on_a_folder_without_a_gradebook_is_one_line(tmp_path):
-    from autograder.errors import CourseError
-    from autograder.integrations.nbgrader.feedback import write_feedback
+    from click.testing import CliRunner
 
-    with pytest.raises(CourseError, match="no gradebook.db"):
-        write_feedback(course=tmp_path)
+    from autograder.cli import main
+
+    for broken in (None, b"not a database" * 100):
+        if broken:
+            (tmp_path / "gradebook.db").write_bytes(broken)
+            (tmp_path / "autograded" / "s" / A).mkdir(parents=True)
+            (tmp_path / "autograded" / "s" / A / f"{A}.ipynb").write_text("{}")
+        done = CliRunner().invoke(main, ["feedback", str(tmp_path)])
+        assert done.exit_code == 2 and len(done.output.strip().splitlines()) == 1, done.output
+        assert ("gradebook.db cannot be read" if broken else "no gradebook.db") in done.output
+        assert not (tmp_path / "feedback").exists()
 
 
 #: The page's geometry at one width, read in the page (DevTools' Runtime.evaluate).

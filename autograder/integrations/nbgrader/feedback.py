@@ -149,6 +149,29 @@ def _replace(staging: Path, feedback: Path) -> None:
                 old.unlink()
 
 
+def _render(course: Path, keys: list[tuple[str, str]], written: Written) -> dict:
+    """Every page, rendered before any is written; the gradebook only read."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    pages = {}
+    try:
+        with open_gradebook(course / "gradebook.db") as gb:
+            for key in keys:
+                job = _job(course, *key)
+                hand = read_hand_grades(gb, student=key[0], assignment=key[1])
+                if hand is None:
+                    written.not_in_gradebook.append("/".join(key))
+                else:
+                    apply_hand_grades(job, hand)
+                    if hand.scores or hand.comments:
+                        written.hand_graded.append("/".join(key))
+                pages[key] = render_feedback(job)
+    except SQLAlchemyError as err:
+        raise CourseError(f"{course / 'gradebook.db'} cannot be read ({type(err).__name__}): "
+                          "give the gradebook nbgrader and autograder grade wrote") from None
+    return pages
+
+
 def write_feedback(*, course: Path, assignment: str | None = None,
                    student: str | None = None) -> Written:
     """Render every (or one assignment's, one student's) feedback page of the nbgrader
@@ -161,18 +184,8 @@ def write_feedback(*, course: Path, assignment: str | None = None,
         raise CourseError(f"no gradebook.db in {course}: give the nbgrader course folder "
                           "(the one holding submitted/ and autograded/)")
     keys = _autograded(course, assignment, student)
-    written, pages = Written(), {}
-    with open_gradebook(course / "gradebook.db") as gb:
-        for key in keys:
-            job = _job(course, *key)
-            hand = read_hand_grades(gb, student=key[0], assignment=key[1])
-            if hand is None:
-                written.not_in_gradebook.append("/".join(key))
-            else:
-                apply_hand_grades(job, hand)
-                if hand.scores or hand.comments:
-                    written.hand_graded.append("/".join(key))
-            pages[key] = render_feedback(job)
+    written = Written()
+    pages = _render(course, keys, written)
     feedback = course / "feedback"
     feedback.mkdir(exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".feedback-", dir=feedback))
