@@ -98,7 +98,7 @@ def _job(course: Path, student: str, assignment: str) -> Job:
     try:
         raw = read_at_most(path, MAX_AUTOGRADED)
         if len(raw) > MAX_AUTOGRADED:
-            raise Stop("太大", f"larger than {MAX_AUTOGRADED >> 20} MB")
+            raise Stop(f"超过 {MAX_AUTOGRADED >> 20} MB", f"larger than {MAX_AUTOGRADED >> 20} MB")
         nb, _ = read_notebook(raw)
         return restore(Job(student, assignment, folder, load(assignment), DEFAULTS), nb)
     except (OSError, Stop, RecordMissing) as err:
