@@ -4,8 +4,8 @@
 ignores ``<meta name="viewport">``; DevTools' device emulation does neither: at
 ``mobile=True`` the page is laid out as a phone lays it out (980 px without a viewport
 tag). One browser per :class:`Browser`, no network but loopback (every host name
-resolves nowhere), a fresh profile. The socket is ``websocket-client`` (installed with
-jupyter_server, which nbgrader needs).
+resolves nowhere), a fresh profile. The socket is ``websocket-client`` (the dev extra; jupyter_server
+needs it too).
 """
 
 from __future__ import annotations
