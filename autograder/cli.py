@@ -364,6 +364,18 @@ def _columns(pairs: tuple[str, ...]) -> dict[str, str]:
     return columns
 
 
+@main.command("feedback")
+@click.argument("course", type=click.Path(path_type=Path))
+@click.option("--assignment", default=None, help="Only this assignment.")
+@click.option("--student", default=None, help="Only this student.")
+def feedback_cmd(course: Path, assignment: str | None, student: str | None) -> None:
+    """Rewrite COURSE's feedback pages with the hand grades in its gradebook.db (no student
+    code runs), into COURSE/feedback/ for `nbgrader release_feedback`."""
+    from .integrations.nbgrader.feedback import write_feedback
+
+    click.echo(write_feedback(course=course, assignment=assignment, student=student).report())
+
+
 @main.command("export")
 @click.argument("results", type=click.Path(path_type=Path))
 @click.option("--to", "to", required=True, type=click.Choice(settings.EXPORT_FORMATS),

@@ -264,7 +264,7 @@ def test_the_feedback_page_without_nh3_runs_them(course, tmp_path, monkeypatch):
         if cell.cell_type == "code":
             cell.outputs = clean_outputs(cell.outputs)
     job = SimpleNamespace(assignment=A, student="hostile", cells={}, practice={}, nb=nb,
-                          verdicts=set())
+                          verdicts=set(), comments={})
     page = tmp_path / "bare.html"
     page.write_text(feedback_page.render_feedback(job), encoding="utf-8")
     try:

@@ -11,8 +11,10 @@
 - the declared pipeline: :mod:`.pipeline` (the steps in order), :mod:`.job`,
   :mod:`.prepare`, :mod:`.execute`, :mod:`.stop`;
 - what comes out: :mod:`.outputs`, :mod:`.sanitize`, :mod:`.feedback_page` (the
-  student's page), :mod:`.gradebook` (nbgrader's ``gradebook.db``), :mod:`.pool` (the
-  batch on worker processes).
+  student's page), :mod:`.graded_record` (what the page needs, kept in the autograded
+  notebook), :mod:`.gradebook` (nbgrader's ``gradebook.db``) and :mod:`.hand_grades`
+  (the instructor's scores and comments read back from it), :mod:`.pool` (the batch on
+  worker processes).
 
 Imports: :mod:`autograder.engine.protocol`, :mod:`autograder.engine.child` (pure
 helpers only), :mod:`autograder.bank.runner` (the one entry into the checks),

@@ -8,6 +8,14 @@ regions are never shown. Whatever the student wrote reaches the page as text or 
 ``text/markdown`` outputs); the only other outputs shown are text and the PNG/JPEG
 pictures :mod:`.outputs` validated. Verdicts come from :class:`~.job.CellResult`,
 not from outputs.
+
+After hand grading the page is rendered again from the autograded notebook and
+``gradebook.db`` (:mod:`autograder.integrations.nbgrader.feedback`): a cell's
+``hand_score`` and the job's ``comments`` (the instructor's, escaped all the same) then
+show, and the totals count them. A written answer shows one of three states, the same
+in the summary and above the cell: blank ("没有作答", 0 points), waiting for the
+instructor ("—"), or graded by the instructor. The layout reads on a phone (a viewport
+tag; prose wraps, code, outputs, maths and tables scroll inside their own boxes).
 """
 
 from __future__ import annotations
@@ -20,15 +28,21 @@ from ...settings import Status
 from .hidden import shown
 from .sanitize import safe_html
 
-__all__ = ["render_feedback", "markdown_html", "warm", "ICONS", "STATUS_WORDS"]
+__all__ = ["render_feedback", "markdown_html", "warm", "ICONS", "STATUS_WORDS", "VIEWPORT",
+           "BLANK_WORD", "HAND_WORD"]
 
 ICONS = {Status.PASSED: "✅", Status.FAILED: "❌", Status.NOT_RUN: "❌", Status.ERROR: "⚠️",
          Status.MANUAL: "✍️"}
 STATUS_WORDS = {Status.PASSED: "通过", Status.FAILED: "未通过", Status.NOT_RUN: "未运行",
                 Status.ERROR: "评分程序出错，待老师处理", Status.MANUAL: "待老师人工评分"}
+#: The states of a written answer besides waiting (:data:`STATUS_WORDS`'s ``MANUAL``).
+BLANK_WORD, HAND_WORD = "没有作答", "老师已评分"
+#: A phone lays the page out at its own width, not at 980 px with tiny text.
+VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 CSS = """
+html{-webkit-text-size-adjust:100%;text-size-adjust:100%}
 body{font-family:system-ui,"Noto Sans CJK SC","Noto Sans SC","PingFang SC","Microsoft YaHei",
 "WenQuanYi Micro Hei","WenQuanYi Zen Hei",sans-serif,"Noto Color Emoji","Apple Color Emoji",
 "Segoe UI Emoji";line-height:1.6;max-width:980px;margin:2em auto;padding:0 1em;
@@ -36,12 +50,16 @@ color:#1f2328}
 h1{font-size:1.5em;margin-bottom:.2em} .sub{color:#57606a;margin-top:0}
 table.summary{border-collapse:collapse;width:100%;margin:1em 0}
 table.summary td,table.summary th{border:1px solid #d0d7de;padding:.35em .6em;text-align:left;
-vertical-align:top} table.summary td.pts{white-space:nowrap;text-align:right}
-.cell{margin:1.2em 0} .md{overflow-wrap:anywhere}
+vertical-align:top;overflow-wrap:anywhere} table.summary td.pts{white-space:nowrap;text-align:right}
+.cell{margin:1.2em 0} .md{overflow-wrap:anywhere;overflow-x:auto}
+.md table{display:block;overflow-x:auto;max-width:100%;border-collapse:collapse;
+overflow-wrap:normal}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;font-family:ui-monospace,
 "SFMono-Regular",Menlo,Consolas,"Noto Sans Mono CJK SC",monospace;font-size:.9em}
-.code{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:.6em .8em}
-.out{padding:.4em .8em;border-left:3px solid #d0d7de;margin-top:.3em}
+.code pre,.out pre{white-space:pre;overflow-wrap:normal}
+.code{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:.6em .8em;
+overflow-x:auto}
+.out{padding:.4em .8em;border-left:3px solid #d0d7de;margin-top:.3em;overflow-x:auto}
 .out.err{border-color:#cf222e;background:#fff8f8} .out img{max-width:100%}
 .verdict{border-radius:6px;padding:.6em .9em;margin-bottom:.4em;border-left:6px solid}
 .verdict.passed{background:#edfbef;border-color:#1a7f37}
@@ -50,7 +68,12 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;font-family:ui-monospac
 .verdict.manual{background:#f1f5ff;border-color:#0969da}
 .verdict .title{font-weight:600} .verdict .why{white-space:pre-wrap;overflow-wrap:anywhere;
 margin:.4em 0 0;background:#fffbdd;padding:.5em .7em;border-radius:4px}
-math[display=block]{display:block;margin:.6em 0;max-width:100%}
+.comment{white-space:pre-wrap;overflow-wrap:anywhere;margin:.4em 0;
+background:#fff;border:1px solid #0969da;padding:.5em .7em;border-radius:4px}
+.comment .who{font-weight:600}
+.mathbox{overflow-x:auto;max-width:100%} math[display=block]{display:block;margin:.6em 0}
+@media (max-width:600px){body{margin:1em auto;padding:0 .6em}
+table.summary td,table.summary th{padding:.3em .35em}}
 """
 
 
@@ -64,10 +87,15 @@ def _latex(tex: str, display: bool) -> str:
         return f"<code>{html.escape(tex)}</code>"
 
 
+def _display(tex: str) -> str:
+    """Display maths in a box of its own, which scrolls when the formula is wider."""
+    return f'<div class="mathbox">{_latex(tex, True)}</div>'
+
+
 def _math(rendered: str) -> str:
     """mistune's math placeholders -> MathML."""
     rendered = re.sub(r'<div class="math">\$\$(.*?)\$\$</div>',
-                      lambda m: _latex(html.unescape(m.group(1)), True), rendered, flags=re.S)
+                      lambda m: _display(html.unescape(m.group(1))), rendered, flags=re.S)
     return re.sub(r'<span class="math">\\\((.*?)\\\)</span>',
                   lambda m: _latex(html.unescape(m.group(1)), False), rendered, flags=re.S)
 
@@ -122,7 +150,7 @@ def _output(out: dict) -> str:
                     f'src="data:{mime};base64,{html.escape(data[mime])}"></div>')
     if "text/latex" in data:
         tex = data["text/latex"].strip().strip("$")
-        return f'<div class="out">{_latex(tex, True)}</div>'
+        return f'<div class="out">{_display(tex)}</div>'
     if "text/markdown" in data:
         return f'<div class="out md">{markdown_html(data["text/markdown"])}</div>'
     if "text/plain" in data:
@@ -133,39 +161,75 @@ def _output(out: dict) -> str:
 PRACTICE_NOTE = "拓展练习，不计分"
 
 
-def _verdict(result) -> str:
+def _state(r) -> tuple[str, str]:
+    """A graded cell's word and points ("2 / 3"), the one way both the summary and the
+    verdict show it: a written answer is blank (0), graded by hand, or waiting ("—")."""
+    if r.practice:
+        return STATUS_WORDS[r.status], "练习"
+    word = STATUS_WORDS[r.status]
+    if r.manual:
+        word = HAND_WORD if r.hand_score is not None else BLANK_WORD if r.blank else word
+    elif r.hand_score is not None and r.hand_score != r.score:  # formgrader's override
+        word += f"（老师改为 {r.hand_score:g} 分）"
+    points = r.points
+    return word, f'{"—" if points is None else f"{points:g}"} / {r.max_score:g}'
+
+
+def _comment(text: str | None) -> str:
+    """The instructor's comment on a cell (their text, escaped all the same)."""
+    if not text:
+        return ""
+    return f'<div class="comment"><span class="who">老师评语：</span>{html.escape(text)}</div>'
+
+
+def _verdict(result, comment: str | None = None) -> str:
     status = result.status
-    score = PRACTICE_NOTE if result.practice else \
-        "" if result.score is None else f"{result.score:g} / {result.max_score:g} 分"
+    word, points = _state(result)
+    score = PRACTICE_NOTE if result.practice else f"{points} 分"
     why = "".join(f'<div class="why">{html.escape(m)}</div>' for m in result.messages
                   if status != Status.PASSED)
     return (f'<div class="verdict {status}"><span class="title">{ICONS[status]} '
-            f'{html.escape(result.title or result.grade_id)}</span> — {STATUS_WORDS[status]}'
-            f'{"，" + score if score else ""}{why}</div>')
+            f'{html.escape(result.title or result.grade_id)}</span> — {word}，{score}'
+            f'{why}{_comment(comment)}</div>')
 
 
 def _row(r) -> str:
-    pts = "练习" if r.practice else f'{"—" if r.score is None else f"{r.score:g}"} / {r.max_score:g}'
+    word, pts = _state(r)
     return (f'<tr><td>{ICONS[r.status]}</td><td><a href="#{html.escape(r.grade_id)}">'
-            f'{html.escape(r.title or r.grade_id)}</a></td><td>{STATUS_WORDS[r.status]}</td>'
+            f'{html.escape(r.title or r.grade_id)}</a></td><td>{word}</td>'
             f'<td class="pts">{pts}</td></tr>')
+
+
+def _written(job, got: float, total: float) -> str:
+    """The written answers' points and the total once every one is graded (or blank)."""
+    written = [r for r in job.cells.values() if r.manual]
+    if not written:
+        return "。"
+    waiting = sum(r.points is None for r in written)
+    if waiting:
+        return f"；文字回答待老师人工评分（已评 {len(written) - waiting} / {len(written)} 项）。"
+    w_got, w_max = sum(r.points for r in written), sum(r.max_score for r in written)
+    return (f"；文字回答 {w_got:g} / {w_max:g} 分；"
+            f"总分 <b>{got + w_got:g} / {total + w_max:g}</b> 分。")
 
 
 def _totals(job) -> str:
     """The automatic points: in all, and the core and the graded 拓展 apart when both
-    count; a practice extension is a count of checks passed."""
+    count; a practice extension is a count of checks passed; then the written answers."""
     auto = [r for r in job.cells.values() if not r.manual]
-    got, total = sum(r.score or 0 for r in auto), sum(r.max_score for r in auto)
-    line = f"自动评分：<b>{got:g} / {total:g}</b> 分"
+    got, total = sum(r.points or 0 for r in auto), sum(r.max_score for r in auto)
+    adjusted = any(r.hand_score is not None and r.hand_score != r.score for r in auto)
+    line = f"自动评分{'（含老师调整）' if adjusted else ''}：<b>{got:g} / {total:g}</b> 分"
     extension = [r for r in auto if r.part != "core"]
     if extension:
-        ext_got, ext_max = sum(r.score or 0 for r in extension), sum(r.max_score for r in extension)
+        ext_got = sum(r.points or 0 for r in extension)
+        ext_max = sum(r.max_score for r in extension)
         line += f"（必做 {got - ext_got:g} / {total - ext_max:g}，拓展 {ext_got:g} / {ext_max:g}）"
     practice = list(job.practice.values())
     if practice:
         passed = sum(r.status == Status.PASSED for r in practice)
         line += f"；拓展练习通过 {passed} / {len(practice)} 项（不计分）"
-    return f"<p>{line}；文字回答由老师人工评分。</p>"
+    return f"<p>{line}{_written(job, got, total)}</p>"
 
 
 def _summary(job) -> str:
@@ -175,14 +239,16 @@ def _summary(job) -> str:
 
 
 def render_feedback(job) -> str:
-    """The whole page for one graded submission."""
+    """The whole page for one graded submission (hand grades and comments included
+    once :mod:`autograder.integrations.nbgrader.feedback` has read them)."""
     parts = [f"<h1>{html.escape(job.assignment)} 反馈</h1>",
              f'<p class="sub">学生：{html.escape(job.student)}</p>', _summary(job)]
     for cell in job.nb.cells:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         result = job.cells.get(gid) or job.practice.get(gid)
+        comment = job.comments.get(gid) if isinstance(gid, str) else None
         anchor = f' id="{html.escape(gid)}"' if result else ""
-        body = _verdict(result) if result else ""
+        body = _verdict(result, comment) if result else _comment(comment)
         if cell.cell_type == "markdown":
             body += f'<div class="md">{markdown_html(cell.source)}</div>'
         elif cell.cell_type == "code":
@@ -190,6 +256,6 @@ def render_feedback(job) -> str:
                 _output(o) for o in cell.get("outputs", []) if id(o) not in job.verdicts)
         parts.append(f'<div class="cell"{anchor}>{body}</div>')
     return ("<!DOCTYPE html>\n<html lang=\"zh-CN\"><head><meta charset=\"utf-8\">"
+            f"{VIEWPORT}"
             f"<title>{html.escape(job.assignment)} 反馈 — {html.escape(job.student)}</title>"
             f"<style>{CSS}</style></head><body>{''.join(parts)}</body></html>\n")
-

@@ -40,6 +40,15 @@ class CellResult:
     practice: bool = False
     #: (key, label) of each misconception the failed checks named, each once.
     misconceptions: list[tuple[str, str]] = field(default_factory=list)
+    #: A written answer left blank (as released, or empty): 0 points, never "pending".
+    blank: bool = False
+    #: The instructor's score from ``gradebook.db`` (formgrader), once there is one.
+    hand_score: float | None = None
+
+    @property
+    def points(self) -> float | None:
+        """What the cell counts: the instructor's score if any, else the grader's."""
+        return self.hand_score if self.hand_score is not None else self.score
 
     def add_misconceptions(self, found: tuple[tuple[str, str], ...]) -> None:
         self.misconceptions += [m for m in found if m not in self.misconceptions]
@@ -78,6 +87,8 @@ class Job:
 
     #: Test cells of practice extensions: checked, reported, never scored.
     practice: dict[str, CellResult] = field(default_factory=dict)
+    #: grade id -> the instructor's comment from ``gradebook.db`` (any answer cell).
+    comments: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for spec in self.manifest.graded:

@@ -76,8 +76,10 @@ def compute_checksum(cell: NotebookNode) -> str:
 class Score:
     """Points per graded cell from the host's own records (never from the outputs).
 
-    A written answer left exactly as released scores 0 ("No response."), as nbgrader
-    decides it by the cell's checksum; any other answer waits for manual grading.
+    An answer left exactly as released scores 0 ("No response."), as nbgrader decides it
+    by the cell's checksum; so does a written answer the student emptied (nothing to
+    grade by hand). Either is *blank*, shown one way on every page: "没有作答", 0 points.
+    Any other written answer waits for manual grading.
     """
 
     name = "score"
@@ -85,14 +87,13 @@ class Score:
     def __call__(self, job: Job) -> None:
         for cell in job.nb.cells if job.nb is not None else []:
             meta = _meta(cell)
-            if meta.get("solution") and meta.get("checksum") == compute_checksum(cell):
+            if meta.get("solution") and (meta.get("checksum") == compute_checksum(cell) or (
+                    meta.get("grade") and cell.cell_type == "markdown" and not cell.source.strip())):
                 job.unanswered.add(meta["grade_id"])
         for result in job.cells.values():
             if result.manual:
-                unanswered = result.grade_id in job.unanswered
-                result.status, result.score = Status.MANUAL, (0.0 if unanswered else None)
-                if unanswered:
-                    result.messages.append("没有作答。")
+                result.blank = result.grade_id in job.unanswered
+                result.status, result.score = Status.MANUAL, (0.0 if result.blank else None)
             elif result.status == Status.PASSED:
                 result.score = result.max_score
             elif result.status == Status.ERROR:

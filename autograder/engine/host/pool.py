@@ -70,6 +70,7 @@ def _grade_one(task: Submission, settings: GradeSettings, zygote, memory=None) -
     import nbformat
 
     from .feedback_page import render_feedback
+    from .graded_record import stamp
     from .job import Job
     from .manifest import load
     from .pipeline import run
@@ -81,6 +82,7 @@ def _grade_one(task: Submission, settings: GradeSettings, zygote, memory=None) -
                     unanswered=sorted(job.unanswered), practice=list(job.practice.values()),
                     review=job.review, timestamp=job.timestamp, memory_peak=job.memory_peak)
     if job.nb is not None and not job.stopped:
+        stamp(job)  # what the page needs to be rendered again after hand grading
         graded.notebook = nbformat.writes(job.nb)
         graded.feedback = render_feedback(job)
     return graded

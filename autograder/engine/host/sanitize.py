@@ -4,8 +4,9 @@ Everything a student wrote that reaches a page as markup (a written answer's Mar
 LaTeX rendered as MathML, a ``text/markdown`` output) passes through :func:`safe_html`
 last, after rendering: what comes out has the tags Markdown and MathML need and nothing
 that runs script (no ``<script>``, ``<iframe>``, ``<svg>``, ``<style>``, no ``on*`` or
-``style`` attributes, links only to ``http(s)``/``mailto``/in-page anchors, images only
-as ``data:image/png`` or ``data:image/jpeg``: the page loads nothing from elsewhere).
+``style`` attributes, no ``class`` but :data:`BOX_CLASSES` (so no text poses as a
+verdict), links only to ``http(s)``/``mailto``/in-page anchors, images only as
+``data:image/png`` or ``data:image/jpeg``: the page loads nothing from elsewhere).
 nbgrader's pages (formgrader, ``generate_feedback``) use it too, through
 :mod:`autograder.integrations.nbgrader.preprocessors`.
 """
@@ -45,9 +46,11 @@ TAGS = _MARKDOWN_TAGS | MATHML_TAGS
 _ATTRIBUTES: dict[str, set[str]] = {
     "a": {"href", "title"}, "img": {"src", "alt", "title", "width", "height"},
     "th": {"align", "colspan", "rowspan"}, "td": {"align", "colspan", "rowspan"},
-    "ol": {"start"}, "abbr": {"title"},
+    "ol": {"start"}, "abbr": {"title"}, "div": {"class"},
     **{tag: set(_MATHML_ATTRIBUTES) for tag in MATHML_TAGS},
 }
+#: The one class kept (on ``div``): it only makes a box scroll sideways.
+BOX_CLASSES = frozenset({"mathbox"})
 #: Our own figures (and a student's pasted PNG/JPEG): inline pictures, nothing fetched.
 _IMAGE_DATA = re.compile(r"data:image/(png|jpeg);base64,[A-Za-z0-9+/=\s]*\Z")
 
@@ -59,6 +62,8 @@ def _attribute(tag: str, name: str, value: str) -> str | None:
         return value if _IMAGE_DATA.match(value.strip()) else None
     if tag == "a" and name == "href" and value.strip().lower().startswith("data:"):
         return None
+    if name == "class":  # only the box display maths scrolls in (feedback_page)
+        return value if value in BOX_CLASSES else None
     return value
 
 

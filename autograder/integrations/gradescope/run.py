@@ -142,8 +142,8 @@ def _copy(notebook: Path, folder: Path) -> None:
 def _output(spec, cell) -> str:
     """A test's Chinese output: the diagnosis, or why the cell has no automatic score."""
     if spec.is_manual:
-        unanswered = cell is not None and cell.score == 0.0
-        return ("书面回答：没有作答（与发放版相同），记 0 分。" if unanswered else
+        blank = cell is not None and cell.blank  # the page's "没有作答", 0 points
+        return ("书面回答：没有作答，记 0 分。" if blank else
                 "书面回答，由教师人工评分；自动评分在这里暂记 0 分。")
     if cell is None:
         return "未评分（见上方的总体说明）。"
