@@ -17,6 +17,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 import click  # noqa: E402
 
 from . import __version__, settings  # noqa: E402
+from . import cli_output as show  # noqa: E402
 from .errors import CourseError  # noqa: E402
 from .settings import DEFAULTS, RowStatus  # noqa: E402
 
@@ -42,30 +43,6 @@ def main() -> None:
     """
 
 
-def _console():
-    from rich.console import Console
-
-    # piped output (CI logs, files) gets a wide table instead of rich's 80 columns
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-
-
-def _bar(console):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=False)
-
-
-def _progress(bar, task, verb: str):
-    """The ``progress(done, total, what)`` callback of a grading run, shown on ``bar``."""
-
-    def progress(done: int, total: int, what: str) -> None:
-        bar.update(task, completed=done, total=total,
-                   description=f"{verb} {what}" if what else "grading")
-
-    return progress
-
-
 def _limits(command):
     """``--timeout``, ``--cell-timeout`` and ``--memory``: the engine's limits per submission."""
     for option in reversed((
@@ -80,13 +57,6 @@ def _limits(command):
                          help="Memory per submission, in MiB, beyond the sandbox's own."))):
         command = option(command)
     return command
-
-
-def _spinner(console):
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    return Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                    console=console, transient=True)
 
 
 # ------------------------------------------------------------------ build
@@ -109,8 +79,8 @@ def build_cmd(check_only: bool, timeout: float, extensions: str | None) -> None:
     """
     from .authoring import build as b
 
-    console = _console()
-    with _spinner(console) as bar:
+    console = show.console()
+    with show.spinner(console) as bar:
         task = bar.add_task("building views", total=None)
         step = lambda msg: bar.update(task, description=f"building views: {msg}")  # noqa: E731
         if check_only:
@@ -132,24 +102,6 @@ def build_cmd(check_only: bool, timeout: float, extensions: str | None) -> None:
 
 
 # ------------------------------------------------------------------ grade
-
-
-def _summary(console, results, title: str) -> None:
-    from rich.table import Table
-
-    table = Table(title=title)
-    table.add_column("student")
-    table.add_column("assignment")
-    table.add_column("auto", justify="right")
-    table.add_column("status")
-    table.add_column("reason / 原因", overflow="fold")
-    for r in results:
-        style = {RowStatus.NOTE: "yellow", RowStatus.FAILED: "red"}.get(r.status, "")
-        review = f"\n[magenta]review / 需复核: {'; '.join(r.review)}[/magenta]" if r.review else ""
-        table.add_row(r.student, r.assignment, f"{r.auto_score:g}/{r.auto_max:g}",
-                      f"[{style}]{r.status}[/{style}]" if style else r.status,
-                      r.reason + review)
-    console.print(table)
 
 
 def _verbose(verbose: bool) -> None:
@@ -193,17 +145,17 @@ def grade_cmd(submissions: Path, assignment: str | None, jobs: int | None, timeo
     from .integrations.lms import intake
 
     _verbose(verbose)
-    console = _console()
+    console = show.console()
     total = intake.count(submissions=submissions, assignment=assignment)  # bad input: now
     settings = replace(DEFAULTS, timeout=timeout, cell_timeout=cell_timeout, memory_mb=memory)
     started = time.monotonic()
-    with _bar(console) as bar:
-        progress = _progress(bar, bar.add_task("starting the sandbox", total=total), "graded")
+    with show.bar(console) as bar:
+        progress = show.progress(bar, bar.add_task("starting the sandbox", total=total), "graded")
         results = intake.grade(submissions=submissions, out=out, assignment=assignment,
                                jobs=jobs, settings=settings, salt_file=salt_file,
                                progress=progress)
     seconds = time.monotonic() - started
-    _summary(console, results, f"{len(results)} submission(s) graded in {seconds:.1f} s")
+    show.summary(console, results, f"{len(results)} submission(s) graded in {seconds:.1f} s")
     console.print(f"scores: {out / 'scores.csv'}, {out / 'scores.json'}; "
                   f"feedback: {out / 'feedback'}; log: {out / 'grading.log'}")
 
@@ -225,8 +177,8 @@ def check_cmd(notebook: Path, assignment: str | None, timeout: float) -> None:
     """
     from .integrations.selfcheck.command import self_check_notebook
 
-    console = _console()
-    with _spinner(console) as bar:
+    console = show.console()
+    with show.spinner(console) as bar:
         bar.add_task(f"运行 {notebook.name} 与全部检查 / running your notebook and the checks",
                      total=None)
         outcomes = self_check_notebook(notebook=notebook, assignment=assignment,
@@ -265,18 +217,18 @@ def demo_cmd(folder: Path | None, alternatives: bool, jobs: int | None) -> None:
     """
     from .samples.demo import demo
 
-    console = _console()
+    console = show.console()
     started = time.monotonic()
-    with _bar(console) as bar:
+    with show.bar(console) as bar:
         task = bar.add_task("preparing course", total=None)
         result = demo(folder=folder, alternatives=alternatives, jobs=jobs,
-                      progress=_progress(bar, task, "grading"),
+                      progress=show.progress(bar, task, "grading"),
                       on_step=lambda msg: bar.update(task, description=msg))
     seconds = time.monotonic() - started
-    _per_question(console, result)
+    show.per_question(console, result)
     failed = [r for r in result.results if r.status == RowStatus.FAILED]
     if failed:
-        _summary(console, failed, "submissions that could not be graded")
+        show.summary(console, failed, "submissions that could not be graded")
     console.print(f"{len(result.results)} notebooks graded in {seconds:.0f} s")
     out = result.folder / "results"
     console.print(f"course: {result.folder}\nscores: {out / 'scores.csv'}\n"
@@ -286,34 +238,6 @@ def demo_cmd(folder: Path | None, alternatives: bool, jobs: int | None) -> None:
                    "(❌ rows above): fix the bank's Variant.loses or the checks", err=True)
         sys.exit(1)
     console.print("✅ every sample student scored exactly as expected")
-
-
-def _per_question(console, result) -> None:
-    """One table per assignment: students × autograded cells, and the expectation check."""
-    from rich.table import Table
-
-    for a, rows in result.by_assignment().items():
-        cells = [c for c in rows[0].max_scores if c not in rows[0].manual]
-        table = Table(title=f"{a}: automatic points per grade cell", title_justify="left")
-        table.add_column("student")
-        for i, _c in enumerate(cells, 1):
-            table.add_column(str(i), justify="right")
-        table.add_column("total", justify="right")
-        table.add_column("as expected", justify="center")
-        for r in rows:
-            marks = []
-            for c in cells:
-                s = r.cells.get(c)
-                text = "·" if s is None else f"{s:g}"
-                marks.append(f"[red]{text}[/red]" if (s or 0) < r.max_scores[c] else text)
-            table.add_row(r.student, *marks, f"{r.auto_score:g}/{r.auto_max:g}",
-                          "✅" if result.verdict(r) else "❌")
-        console.print(table)
-        legend = "  ".join(f"{i}={c.removeprefix('test_')}/{rows[0].max_scores[c]:g}"
-                           for i, c in enumerate(cells, 1))
-        console.print(f"  cells: {legend}", style="dim", markup=False)
-        console.print("  as expected: perfect and alternatives full marks, blank 0, each "
-                      "mistake loses exactly its cells and its feedback names it", style="dim")
 
 
 # ------------------------------------------------------------------ gradescope
