@@ -401,3 +401,19 @@ def test_a_report_error_is_a_course_error(tmp_path):
     (tmp_path / "report.html").mkdir()
     with pytest.raises(CourseError, match="is a folder"):
         write_report(results=tmp_path)
+
+
+def test_a_failed_write_leaves_the_old_report_and_no_temporary_file(graded, tmp_path,
+                                                                    monkeypatch):
+    course, _path, _page = graded
+    (tmp_path / "scores.json").write_bytes((course / "out" / "scores.json").read_bytes())
+    (tmp_path / "report.html").write_text("the old report", encoding="utf-8")
+
+    def full_disk(*_args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report_module.os, "replace", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        write_report(results=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "scores.json"]
+    assert (tmp_path / "report.html").read_text(encoding="utf-8") == "the old report"
