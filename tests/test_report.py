@@ -34,6 +34,7 @@ from autograder.grading import report as report_module
 from autograder.grading.batch import Result
 from autograder.grading.report import write_report
 from autograder.grading.report_charts import BAR
+from autograder.grading.report_rows import read_rows
 from autograder.grading.scores import write_outputs
 from autograder.integrations.nbgrader.grade import grade
 from autograder.settings import GradeSettings, Status
@@ -283,11 +284,14 @@ def test_only_a_feedback_page_inside_results_is_a_link(graded, tmp_path):
     (tmp_path / "outside.html").write_text("secret", encoding="utf-8")
     (results / "feedback" / "out.html").symlink_to(tmp_path / "outside.html")
     rows = json.loads((course / "out" / "scores.json").read_text(encoding="utf-8"))
-    forged = {"half": "../outside.html", "slow": "javascript:alert(1)",
-              "oops": str(tmp_path / "outside.html"), "perfect": "feedback/out.html"}
+    forged = {"half": "../outside.html", "gone": "javascript:alert(1)",  # each one listed
+              "oops": str(tmp_path / "outside.html"), "slow": "feedback/out.html"}
     for row in rows:
         row["feedback"] = forged.get(row["student"], row["feedback"])
     (results / "scores.json").write_text(json.dumps(rows), encoding="utf-8")
+    read = {r.student: r.feedback for r in read_rows(results / "scores.json")}
+    assert [read[s] for s in ("half", "gone", "oops")] == [None] * 3  # not plain paths below
+    assert read["slow"] == "feedback/out.html"  # a plain path: the link out is found later
     page = write_report(results=results).read_text(encoding="utf-8")
     links = [h for r in _parse(page).rows for h in r["links"]]
     assert links and {_target(results / "report.html", h) for h in links} == {
@@ -352,9 +356,13 @@ def test_ten_thousand_rows_render_in_bounded_time_and_size(graded, tmp_path):
     seconds = time.monotonic() - started
     assert seconds < 20, seconds
     assert "<h1>班级报告：10000 份提交</h1>" in page
-    assert f"只列出前 {report_module.MAX_LISTED} 份" in page  # 1667 flagged, 200 listed
+    flagged = sum(bool(r["review"]) for r in many)
+    assert len(_students(page, "flagged")) == report_module.MAX_LISTED < flagged
+    assert f"只列出前 {report_module.MAX_LISTED} 份，共 {flagged} 份" in page
     named = sum("test_softmax_stable" in r["misconceptions"] for r in many)
-    assert f"等 {named} 人" in page and named > report_module.MAX_NAMES
+    cell = _row(page, "data-key", "naive_softmax")["cells"][3]
+    assert cell.endswith(f" 等 {named} 人") and named > report_module.MAX_NAMES
+    assert len(cell.split("、")) == report_module.MAX_NAMES
     assert len(page) < 3_000_000, len(page)
 
 
