@@ -14,7 +14,8 @@ tree shows that boundary and the places the grader runs:
 - :mod:`.authoring`: the course, the cells, ``autograder build``;
 - :mod:`.integrations`: one folder per place to grade (nbgrader, Gradescope, an LMS,
   the student's own ``autograder check``);
-- :mod:`.samples`: the sample students and the demo; :mod:`.cli`: the command.
+- :mod:`.samples`: the sample students and the demo; :mod:`.cli`: the command
+  (:mod:`.cli_report`: its ``report`` part).
 
 Imports: layers import downwards only, and ``tests/test_layering.py`` derives the graph
 from the source and fails on any cycle or crossing. The protocol imports nothing of the

@@ -16,7 +16,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 import click  # noqa: E402
 
-from . import __version__, settings  # noqa: E402
+from . import __version__, cli_report, settings  # noqa: E402
 from . import cli_output as show  # noqa: E402
 from .errors import CourseError  # noqa: E402
 from .settings import DEFAULTS, RowStatus  # noqa: E402
@@ -130,9 +130,10 @@ def _verbose(verbose: bool) -> None:
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("grades"),
               show_default=True, help="Folder for scores.csv, scores.json, feedback/ and the log.")
 @click.option("--verbose", "-v", is_flag=True, help="Log every step to stderr.")
+@cli_report.due_option("For the class report (OUT/report.html): ")
 def grade_cmd(submissions: Path, assignment: str | None, jobs: int | None, timeout: float,
               cell_timeout: float, memory: int, salt_file: Path | None, out: Path,
-              verbose: bool) -> None:
+              verbose: bool, due: dict) -> None:
     """Grade SUBMISSIONS (nbgrader's submitted/<student>/<assignment>/<assignment>.ipynb,
     or a Canvas/Moodle "download submissions" zip or folder: rows then carry the LMS's ids).
 
@@ -156,8 +157,10 @@ def grade_cmd(submissions: Path, assignment: str | None, jobs: int | None, timeo
                                progress=progress)
     seconds = time.monotonic() - started
     show.summary(console, results, f"{len(results)} submission(s) graded in {seconds:.1f} s")
-    console.print(f"scores: {out / 'scores.csv'}, {out / 'scores.json'}; "
-                  f"feedback: {out / 'feedback'}; log: {out / 'grading.log'}")
+    cli_report.after_grade(console=console, out=out, due=due, submissions=submissions)
+
+
+main.add_command(cli_report.report_cmd)  # ``autograder report``
 
 
 # ------------------------------------------------------------------ check
@@ -231,8 +234,8 @@ def demo_cmd(folder: Path | None, alternatives: bool, jobs: int | None) -> None:
         show.summary(console, failed, "submissions that could not be graded")
     console.print(f"{len(result.results)} notebooks graded in {seconds:.0f} s")
     out = result.folder / "results"
-    console.print(f"course: {result.folder}\nscores: {out / 'scores.csv'}\n"
-                  f"feedback: {out / 'feedback'}/<student>/<assignment>/<assignment>.html")
+    console.print(f"course: {result.folder}\nscores: {out / 'scores.csv'}\nclass report: "
+                  f"{result.report}\nfeedback: {out / 'feedback'}/<student>/<a>/<a>.html")
     if not result.ok:
         click.echo("error: some sample students did not score as their mistakes predict "
                    "(❌ rows above): fix the bank's Variant.loses or the checks", err=True)

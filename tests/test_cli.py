@@ -21,7 +21,7 @@ from autograder.engine.host.prepare import PutBackTests, RestoreMetadata
 from autograder.settings import ASSIGNMENTS as ASSIGNMENT_ORDER
 from autograder.settings import DEFAULTS
 
-COMMANDS = ["build", "grade", "check", "demo"]
+COMMANDS = ["build", "grade", "check", "demo", "report"]
 
 
 def run(*args: str):

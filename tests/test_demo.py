@@ -38,6 +38,8 @@ def test_demo_scores_every_sample_student_as_expected(tmp_path):
     assert result.ok
     assert (tmp_path / "demo" / "results" / "scores.csv").is_file()
     assert (tmp_path / "demo" / "results" / "feedback" / "perfect" / A / f"{A}.html").is_file()
+    assert result.report == tmp_path / "demo" / "results" / "report.html"
+    assert f'<section id="{A}">' in result.report.read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")

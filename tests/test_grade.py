@@ -144,6 +144,7 @@ def test_repaired_submissions_still_earn_their_points(batch):
     # the looping cell sits right after softmax: only that cell's time is lost
     loop = results["loop"]
     assert loop.status == "note" and loop.auto_score == loop.auto_max
+    assert loop.timed_out and not any(r.timed_out for r in results.values() if r is not loop)
     assert results["badjson"].status == results["symlinked"].status == "failed"
     assert results["exit"].status == "note" and results["exit"].auto_score == 0
 

@@ -172,7 +172,7 @@ def test_graded_extensions_are_totalled_apart_from_the_core(source):
     cells = [CellResult(s.grade_id, s.title, s.points, s.is_manual, score=s.points,
                         status="passed", part=s.part) for s in manifest.graded]
     graded = SimpleNamespace(seconds=0, notes=[], crashed="", stopped=False, cells=cells,
-                             practice=[])
+                             practice=[], timestamp=None)
     result = _result(Submission("s", A, None), manifest, graded)
     core, ext = result.part_total(False), result.part_total(True)
     ext_max = sum(s.points for s in manifest.graded if s.part != CORE and not s.is_manual)

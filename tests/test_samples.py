@@ -12,6 +12,7 @@ nbgrader's agreement is ``test_nbgrader_parity.py``.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from lecture import ASSIGNMENT_ORDER
@@ -21,6 +22,7 @@ from autograder.authoring import cells as nbs
 from autograder.bank import checks_for
 from autograder.bank.lib.misconceptions import CATALOG
 from autograder.engine.host.manifest import load, release_notebook
+from autograder.grading.report import write_report
 from autograder.integrations.nbgrader.grade import grade
 from autograder.samples import expected_losses
 from autograder.samples import sample_class as full_class
@@ -126,6 +128,41 @@ def test_the_misconceptions_a_page_names_are_in_scores_json(graded):
         if student == "perfect":
             assert named == set()
     assert counted >= len(PRESENT), counted  # at least one mistake per assignment
+
+
+def _section(page: str, assignment: str) -> str:
+    return page[page.index(f'<section id="{assignment}">'):].split("</section>", 1)[0]
+
+
+def test_the_class_report_agrees_with_scores_json(graded, tmp_path):
+    """The real class's report: each cell's mean as the rows give it, and each
+    misconception with the students and points it cost, counted here from the rows."""
+    course, _classes, _rows = graded
+    page = write_report(results=course / "out", out=tmp_path / "report.html")
+    page = page.read_text(encoding="utf-8")
+    data = json.loads((course / "out" / "scores.json").read_text(encoding="utf-8"))
+    for assignment in PRESENT:
+        section = _section(page, assignment)
+        mine = [r for r in data if r["assignment"] == assignment and r["status"] != "failed"]
+        for cell in (c for c in mine[0]["max_scores"] if c not in mine[0]["manual"]):
+            scores = [r["cells"][cell] or 0.0 for r in mine if cell not in r["grader_errors"]]
+            assert re.search(f'<tr data-cell="{cell}">.*?<td class="n mean">'
+                             f"{sum(scores) / len(scores):.2f}</td>", section), cell
+        cost: dict[str, list[float]] = {}
+        for r in mine:
+            lost: dict[str, float] = {}
+            for cell, found in r["misconceptions"].items():
+                short = r["max_scores"].get(cell, 0.0) - (r["cells"].get(cell) or 0.0)
+                for m in found:
+                    if cell not in r["grader_errors"] and short > 0:
+                        lost[m["key"]] = lost.get(m["key"], 0.0) + short
+            for key, points in lost.items():
+                cost.setdefault(key, []).append(points)
+        assert cost, assignment  # every assignment's class has a mistake that costs points
+        for key, points in cost.items():
+            assert re.search(f'<tr data-key="{key}"><td>[^<]*</td><td class="n students">'
+                             f'{len(points)}</td><td class="n points">{sum(points):g}</td>',
+                             section), (assignment, key)
 
 
 def test_scores_json_has_a_row_per_notebook(graded):

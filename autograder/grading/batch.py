@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from ..engine.host.manifest import load
 from ..engine.host.pool import Submission, grade_tasks
-from ..engine.host.stop import printable
+from ..engine.host.stop import TIMEOUT, printable
 from ..settings import ASSIGNMENTS, GradeSettings, RowStatus, Status
 from .guard import Guard, Key, Remark
 
@@ -62,6 +62,10 @@ class Result:
     #: grade id -> the misconceptions its failed checks named ({"key", "label"} each),
     #: practice cells included: what the class report counts.
     misconceptions: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    #: When it was submitted (nbgrader's ``timestamp.txt``, ISO, UTC; None: not known).
+    timestamp: str | None = None
+    #: The notebook, or one of its cells, ran out of time (a note says which).
+    timed_out: bool = False
 
     @property
     def failed_practice(self) -> set[str]:
@@ -103,8 +107,10 @@ def _result(sub: Submission, manifest, graded) -> Result:
     """A scores-table row from the engine's record of one submission."""
     result = _skeleton(sub, manifest)
     result.seconds = graded.seconds
+    result.timestamp = graded.timestamp
     for note in graded.notes:
         result.add_reason(note.zh, note.en)
+        result.timed_out = result.timed_out or note.kind == TIMEOUT
     if graded.crashed:
         result.status = RowStatus.GRADER_ERROR
         result.add_reason("评分程序内部错误，已记录在 grading.log", "internal grading error "

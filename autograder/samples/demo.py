@@ -19,6 +19,7 @@ from ..authoring.course import find_root, source_notebook
 from ..engine.host.manifest import load
 from ..errors import CourseError
 from ..grading.batch import Result
+from ..grading.report import write_report
 from ..integrations.nbgrader.grade import grade
 from ..settings import DEFAULTS, GradeSettings, RowStatus
 from . import expected_losses, sample_class, write_class
@@ -43,6 +44,7 @@ class DemoResult:
     folder: Path
     results: list[Result]
     expectations: dict[tuple[str, str], Expectation]
+    report: Path | None = None  # the class report (results/report.html)
 
     def verdict(self, result: Result) -> bool:
         """The student lost exactly the expected cells and its feedback names its mistake."""
@@ -92,7 +94,8 @@ def demo(*, folder: Path | None = None, alternatives: bool = False, jobs: int | 
          on_step: Callable[[str], None] | None = None) -> DemoResult:
     """Build a course in ``folder`` (default: a new temporary folder), grade its sample class.
 
-    The outputs (``results/scores.csv``, ``results/feedback/...``) stay in the folder.
+    The outputs (``results/scores.csv``, ``results/feedback/...``, the class report
+    ``results/report.html``) stay in the folder.
     """
     say = on_step or (lambda _msg: None)
     root = find_root(root)
@@ -122,4 +125,6 @@ def demo(*, folder: Path | None = None, alternatives: bool = False, jobs: int | 
     say(f"grading {len(expectations)} notebooks")
     results = grade(submissions=course / "submitted", out=course / "results", jobs=jobs,
                     settings=GradeSettings(timeout=timeout, salt=DEMO_SALT), progress=progress)
-    return DemoResult(folder, results, expectations)
+    say("writing the class report")
+    report = write_report(results=course / "results")
+    return DemoResult(folder, results, expectations, report)

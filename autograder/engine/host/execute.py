@@ -27,6 +27,7 @@ from .job import nbgrader_meta as _meta
 from .manifest import CellSpec
 from .outputs import OutputBudget, clean_outputs, verdict_output
 from .proxy import Child
+from .stop import TIMEOUT
 
 __all__ = ["Execute"]
 
@@ -76,7 +77,8 @@ class Execute:
             if child.alive:
                 child.kill(f"整个 notebook 运行超过 {job.settings.timeout:g} 秒，已停止。")
                 job.note(f"整个 notebook 运行超过 {job.settings.timeout:g} 秒，其余单元格未运行",
-                         f"the notebook ran past {job.settings.timeout:g} s; later cells not run")
+                         f"the notebook ran past {job.settings.timeout:g} s; later cells not run",
+                         kind=TIMEOUT)
             if test:
                 job.result_for(spec).messages.append(f"未运行：{child.death}")
             return
@@ -103,7 +105,8 @@ class Execute:
         if reply.get("interrupted_after") is not None:
             where = _meta(cell).get("grade_id") or f"cell {job.nb.cells.index(cell) + 1}"
             job.note(f"有单元格运行超过 {job.settings.cell_timeout:g} 秒被中断：{where}",
-                     f"cells interrupted after {job.settings.cell_timeout:g} s: {where}")
+                     f"cells interrupted after {job.settings.cell_timeout:g} s: {where}",
+                     kind=TIMEOUT)
         ran = time.monotonic()
         if test:
             self._checks(job, child, cell, spec, visible_ok=bool(reply.get("ok")))

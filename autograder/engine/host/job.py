@@ -80,8 +80,8 @@ class Job:
     #: verdicts, never take an output the student's code produced for one.
     verdicts: set[int] = field(default_factory=set)
 
-    def note(self, zh: str, en: str) -> None:
-        note = Note(zh, en)
+    def note(self, zh: str, en: str, kind: str = "") -> None:
+        note = Note(zh, en, kind)
         self.notes.append(note)
         log.info("%s/%s: %s", self.student, self.assignment, note.en)
 

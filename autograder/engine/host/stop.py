@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Note", "Stop", "printable"]
+__all__ = ["Note", "Stop", "printable", "TIMEOUT"]
 
 #: Characters of one note (a note may quote a file name or a value the student chose).
 MAX_NOTE = 500
+
+#: A note's kind when the notebook or one of its cells ran out of time (the class report
+#: lists these submissions as timed out).
+TIMEOUT = "timeout"
 
 
 def printable(text: str, limit: int = MAX_NOTE) -> str:
@@ -23,10 +27,12 @@ def printable(text: str, limit: int = MAX_NOTE) -> str:
 
 @dataclass(frozen=True)
 class Note:
-    """A reason shown in the scores table, in Chinese and English."""
+    """A reason shown in the scores table, in Chinese and English; ``kind`` types the few
+    that a report counts (:data:`TIMEOUT`), "" for the others."""
 
     zh: str
     en: str
+    kind: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "zh", printable(self.zh))
