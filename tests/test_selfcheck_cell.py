@@ -11,7 +11,9 @@ prints the grader's total.
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import nbformat
 from pipeline_helpers import ROOT, without_plots
@@ -166,3 +168,19 @@ def test_exercises_run_all_reaches_the_check_cell_and_its_total(tmp_path, monkey
     report = "".join(o.get("text", "") for o in run.cells[-1].outputs)
     assert "test_softmax_stable（0 / 1 分）" in report and "总分：19 / 20 分" in report, report
     assert "  • 【减去了整张打分表的最大值】：test_softmax_stable（共失 1 分）" in report
+
+
+def test_the_wheel_disables_nbgraders_validate_button():
+    """nbgrader's Validate runs only the visible asserts ("passes all the tests" for a
+    notebook that loses points): the settings the wheel installs turn its plugin off
+    (the browser test shows the button gone with them and present without)."""
+    import nbgrader
+
+    shipped = "jupyter-config/labconfig/page_config.d/attention-autograder.json"
+    entry = f'"etc/jupyter/labconfig/page_config.d" = ["{shipped}"]'
+    assert entry in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    disabled = json.loads((ROOT / shipped).read_text(encoding="utf-8"))["disabledExtensions"]
+    plugin = "@jupyter/nbgrader:validate-assignment"
+    assert disabled == {plugin: True}
+    bundle = Path(nbgrader.__file__).parent / "labextension" / "static"
+    assert any(f'id:"{plugin}"' in p.read_text(errors="replace") for p in bundle.glob("*.js"))
