@@ -30,7 +30,7 @@ from . import cells as nbs
 from .course import find_root, new_course, source_notebook
 from .manifests import manifest_text, normalise
 from .parts import check_mode, configured_mode
-from .views import exercise_notebook, release_notebook, solution_notebook, with_check_cell
+from .views import exercise_notebook, release_notebook, solution_notebook
 
 __all__ = ["VIEWS", "MANIFESTS", "present_assignments", "build", "check"]
 
@@ -86,7 +86,7 @@ def _generate(root: Path, workdir: Path, assignments: list[str], progress: Progr
     files: dict[Path, NotebookNode | str] = {}
     for a in assignments:
         rel = Path(a) / f"{a}.ipynb"
-        release = with_check_cell(nbs.read(course / "release" / rel), a)
+        release = nbs.read(course / "release" / rel)  # its check cell last (new_course)
         files[Path("release") / rel] = release_notebook(release, a)
         files[Path("exercises") / rel] = exercise_notebook(release, sources[a], a)
         files[MANIFESTS / f"{a}.json"] = manifest_text(a, sources[a], release, course,

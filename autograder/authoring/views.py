@@ -81,7 +81,7 @@ def check_cell(assignment: str) -> NotebookNode:
 
 
 def with_check_cell(release_nb: NotebookNode, assignment: str) -> NotebookNode:
-    """nbgrader's release with :func:`check_cell` last (before views and manifest)."""
+    """``release_nb`` (the source as nbgrader gets it) with :func:`check_cell` last."""
     nb = copy.deepcopy(release_nb)
     nb.cells.append(check_cell(assignment))
     return nb
