@@ -179,26 +179,19 @@ def check_cmd(notebook: Path, assignment: str | None, timeout: float) -> None:
     every check passes (nbgrader validate exits 0 on failures).
     """
     from .integrations.selfcheck.command import self_check_notebook
+    from .integrations.selfcheck.report import report_lines
 
     console = show.console()
-    with show.spinner(console) as bar:
-        bar.add_task(f"运行 {notebook.name} 与全部检查 / running your notebook and the checks",
-                     total=None)
-        outcomes = self_check_notebook(notebook=notebook, assignment=assignment,
-                                       timeout=timeout)
-    scored = [o for o in outcomes if not o.practice]
-    passed = sum(o.passed for o in scored)
-    console.print(f"[bold]{notebook.name}：自我检查报告[/bold]")
-    for o in outcomes:
-        mark = "✅" if o.passed else "❌"
-        worth = "拓展练习，不计分" if o.practice else f"{o.points:g} 分"
-        console.print(f"{mark} {o.cell}（{worth}）：{o.title}", markup=False)
-        if not o.passed:
-            for line in o.message.splitlines():
-                console.print(f"    {line}", markup=False)
-    console.print(f"通过 {passed}/{len(scored)} 项检查 / {passed} of {len(scored)} checks "
-                  "passed (written answers are graded by hand)")
-    if passed < len(scored):
+    if sys.stdout.isatty():
+        with show.spinner(console) as bar:
+            bar.add_task(f"正在运行 {notebook.name} 与全部检查……", total=None)
+            outcomes = self_check_notebook(notebook=notebook, assignment=assignment,
+                                           timeout=timeout)
+    else:  # a pipe (the notebook's check cell, a log): no spinner
+        outcomes = self_check_notebook(notebook=notebook, assignment=assignment, timeout=timeout)
+    for line in report_lines(notebook.name, outcomes):
+        click.echo(line)  # never wrapped: the notebook's check cell prints these lines too
+    if not all(o.passed for o in outcomes if not o.practice):
         sys.exit(1)
 
 

@@ -40,6 +40,9 @@ def check_assignment(assignment: str) -> str:
 PRACTICE_SALT = "lecture9-self-attention/practice"
 #: The course's secret salt, created in the course folder the first time it is graded.
 SALT_FILE = ".autograder-salt"
+#: The grade id of the release's locked check cell (``autograder build`` adds it last):
+#: it runs ``autograder check`` on its own notebook, so grading never runs it.
+SELF_CHECK_ID = "autograder_check"
 
 #: What the release does with a notebook's 拓展 (extension) sections: ``graded`` (their
 #: grade cells count, reported apart from the core), ``practice`` (in the release, not

@@ -17,6 +17,7 @@ from autograder.authoring.views import HEADER_ID
 from autograder.cli import main
 from autograder.engine.host import hidden
 from autograder.settings import ASSIGNMENTS as ASSIGNMENT_ORDER
+from autograder.settings import SELF_CHECK_ID
 
 VIEWS = ("release", "solutions", "exercises")
 
@@ -89,10 +90,14 @@ def test_figure_cells_lay_out_with_fixed_margins():
 
 def test_student_editions_open_with_how_to_answer_and_self_check():
     for view in ("release", "exercises"):
-        for a, nb in _committed(view):
+        for _a, nb in _committed(view):
             first = nb.cells[0]
             assert first.cell_type == "markdown" and first.id == HEADER_ID
-            assert "作答说明" in first.source and f"autograder check {a}.ipynb" in first.source
+            # one way to check: the last cell (no terminal command, no copying of cells)
+            assert "作答说明" in first.source and "**最后一个单元格**" in first.source \
+                or "最后一个单元格" in first.source and view == "exercises"
+            assert "autograder check" not in first.source and "复制" not in first.source
+            assert nbs.grade_id(nb.cells[-1]) == SELF_CHECK_ID
             assert "隐藏输入" in first.source or "随机生成的输入" in first.source
             assert "部分得分" in first.source
             text = "\n".join(c.source for c in nb.cells)

@@ -86,7 +86,7 @@ def _generate(root: Path, workdir: Path, assignments: list[str], progress: Progr
     files: dict[Path, NotebookNode | str] = {}
     for a in assignments:
         rel = Path(a) / f"{a}.ipynb"
-        release = nbs.read(course / "release" / rel)
+        release = nbs.read(course / "release" / rel)  # its check cell last (new_course)
         files[Path("release") / rel] = release_notebook(release, a)
         files[Path("exercises") / rel] = exercise_notebook(release, sources[a], a)
         files[MANIFESTS / f"{a}.json"] = manifest_text(a, sources[a], release, course,

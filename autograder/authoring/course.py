@@ -64,6 +64,7 @@ def new_course(folder: Path, root: Path, assignments: list[str] | tuple[str, ...
     see :mod:`autograder.authoring.parts`)."""
     from . import cells as nbs
     from .parts import configured_mode, for_release, sections
+    from .views import with_check_cell
 
     mode = extensions or configured_mode(root)
     folder.mkdir(parents=True, exist_ok=True)
@@ -78,7 +79,9 @@ def new_course(folder: Path, root: Path, assignments: list[str] | tuple[str, ...
         nb = nbs.read(src)
         nbs.check_markers(nb, str(src.relative_to(root)))
         sections(nb, str(src.relative_to(root)))
-        nbs.write(for_release(nb, mode), target / src.name)
+        # the check cell goes in here, so nbgrader's gradebook knows it as a locked cell
+        # (plain `nbgrader autograde` restores and runs it, a no-op there)
+        nbs.write(with_check_cell(for_release(nb, mode), assignment), target / src.name)
         done = nbgrader(["generate_assignment", assignment, "--force"], folder)
         if done.returncode != 0:
             raise CourseError(f"nbgrader generate_assignment {assignment} failed: "

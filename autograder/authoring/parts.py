@@ -25,7 +25,7 @@ from nbformat import NotebookNode
 
 from ..engine.host.hidden import HIDDEN_BEGIN, HIDDEN_END, strip_region
 from ..errors import CourseError
-from ..settings import DEFAULT_EXTENSIONS, EXTENSION_MODES
+from ..settings import DEFAULT_EXTENSIONS, EXTENSION_MODES, SELF_CHECK_ID
 from .cells import grade_id
 
 __all__ = ["CORE", "Extension", "part_of", "sections", "check_mode", "configured_mode",
@@ -93,7 +93,7 @@ def sections(nb: NotebookNode, where: str) -> list[Extension]:
         if not _PART.match(part):
             raise CourseError(f"{at}: part {part!r} is not 'core' or 'ext-<name>'; fix its "
                               "metadata.autograder.part")
-        if part == current:
+        if part == current or grade_id(cell) == SELF_CHECK_ID:  # the check cell closes all
             continue
         if part == CORE:
             raise CourseError(f"{at}: a core cell after extension {current}; move the "

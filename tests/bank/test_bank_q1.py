@@ -60,6 +60,14 @@ def test_mistake_loses_exactly_its_cells_and_is_named(variant):
         assert any(label in m for m in messages), (label, messages)
 
 
+def test_a_whole_array_max_softmax_is_diagnosed_as_such():
+    """The hidden check names what the student did, not the softmax without a max."""
+    variant = next(v for v in samples_q1.MISTAKES if v.name == "global_max")
+    message = _grade(solution_namespace(A, variant))["test_softmax_stable"]
+    assert "【减去了整张打分表的最大值】" in message, message
+    assert "softmax 直接计算 exp(z)" not in message, message
+
+
 @pytest.mark.parametrize("variant", samples_q1.MISTAKES, ids=lambda v: v.name)
 def test_mistake_fails_a_visible_assert_before_submission_only_in_its_own_cells(variant):
     """A failing visible assert scores its cell 0 in nbgrader and stops the hidden check,

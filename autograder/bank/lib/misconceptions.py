@@ -46,6 +46,10 @@ _ENTRIES = [
                   "即每一行权重之和为 1（axis=-1）。"),
     Misconception("naive_softmax_overflow", "softmax 数值溢出",
                   "softmax 直接计算 exp(z)，分数很大时溢出得到 NaN/inf。应先减去每行最大值再取 exp。"),
+    # registered here (not in q3) so q1's softmax checks name it too; the key stays q3's
+    Misconception("q3_global_max", "减去了整张打分表的最大值",
+                  "数值稳定的 softmax 要减去**每一行自己的**最大值。减去整张表的最大值时，如果某一行的打分都"
+                  "比全表最大值小很多（小 745 以上），这一行的 e 的指数全部下溢成 0，得到 0/0 = NaN。"),
     Misconception("raw_scores", "忘了 softmax",
                   "直接用打分（未经 softmax）去加权 V。权重应当非负且每行和为 1。"),
     Misconception("weights_instead_of_output", "返回了权重而不是输出",
@@ -99,7 +103,12 @@ def softmax_variants(z: np.ndarray, axis: int = -1) -> dict[str, np.ndarray]:
     """Wrong softmax results on ``z`` keyed by misconception."""
     z = np.asarray(z, dtype=np.float64)
     other = 0 if (axis % z.ndim) != 0 else (1 if z.ndim > 1 else None)
+    with np.errstate(all="ignore"):
+        whole = np.exp(z - np.max(z))
+        global_max = whole / np.sum(whole, axis=axis, keepdims=True)
     out = {
+        # before the naive softmax: that one matches any result with a NaN in it
+        "q3_global_max": global_max,
         "naive_softmax_overflow": naive_softmax(z, axis),
         "global_normalisation": ref.softmax(z.ravel()).reshape(z.shape),
     }

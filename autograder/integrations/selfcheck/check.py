@@ -28,6 +28,16 @@ class Outcome:
     points: float = 0.0
     #: A test cell of a practice 拓展 section: reported, never scored.
     practice: bool = False
+    #: (key, label) of each misconception the failed checks named, each once.
+    misconceptions: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:  # lists when they come back from the daemon's JSON
+        self.misconceptions = tuple((str(k), str(label)) for k, label in self.misconceptions)
+
+    @property
+    def earned(self) -> float:
+        """What the grader gives the cell: all its points or none (a practice cell: 0)."""
+        return 0.0 if self.practice or not self.passed else self.points
 
 
 def _read(notebook: Path):
@@ -85,5 +95,5 @@ def _run(notebook: Path, assignment: str, zygote, timeout: float | None) -> list
                                 spec.title, result.status == Status.PASSED,
                                 "\n".join(result.messages),
                                 spec.practice_points if spec.is_practice else spec.points,
-                                spec.is_practice))
+                                spec.is_practice, tuple(result.misconceptions)))
     return outcomes

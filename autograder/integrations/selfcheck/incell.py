@@ -1,0 +1,105 @@
+"""The release notebook's last cell: ``autograder check`` on this notebook, from inside it.
+
+The locked cell ``autograder build`` appends (:func:`autograder.authoring.views.check_cell`) calls :func:`check_here`
+in the student's kernel. That finds the notebook (Jupyter Server names it in
+``JPY_SESSION_NAME``; under nbclient the kernel runs in the notebook's folder), says it
+checks the SAVED file and when it was saved, warns when code the kernel ran is not in
+that file (the student has not saved since), and runs ``python -m autograder.cli check``
+with the kernel's own interpreter (so the kernel's PATH does not matter) in a separate
+process: the sandbox, the checks and the daemon live there, never in the kernel.
+
+Under nbgrader (``autograde``, ``validate``: nbgrader sets ``NBGRADER_EXECUTION``) it does
+nothing; ``autograder grade`` never runs the cell at all (:data:`~autograder.settings.SELF_CHECK_ID`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from ...settings import MAX_NOTEBOOK_BYTES, SELF_CHECK_ID
+
+__all__ = ["check_here", "find_notebook", "unsaved", "SKIPPED"]
+
+#: What the cell prints where nbgrader runs it.
+SKIPPED = "（nbgrader 运行时跳过自我检查单元格）"
+#: Seconds the whole check may take before the cell gives up.
+CHECK_SECONDS = 600
+
+
+def _has_check_cell(path: Path) -> bool:
+    try:
+        if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+            return False
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError, AttributeError):
+        return False
+    return any(isinstance(c, dict) and (c.get("metadata", {}).get("nbgrader") or {})
+               .get("grade_id") == SELF_CHECK_ID for c in cells)
+
+
+def find_notebook(assignment: str, *, env: Mapping[str, str], cwd: Path) -> Path | None:
+    """The notebook this cell is in: ``JPY_SESSION_NAME`` when it names an existing
+    notebook (Jupyter Server), else ``<assignment>.ipynb`` in ``cwd``, else the one
+    notebook in ``cwd`` that has a check cell (nbclient); ``None`` when that is not one."""
+    named = env.get("JPY_SESSION_NAME", "")
+    if named.endswith(".ipynb") and (cwd / named).is_file():
+        return (cwd / named).resolve()
+    if (cwd / f"{assignment}.ipynb").is_file():
+        return (cwd / f"{assignment}.ipynb").resolve()
+    found = [p for p in sorted(cwd.glob("*.ipynb")) if _has_check_cell(p)]
+    return found[0].resolve() if len(found) == 1 else None
+
+
+def unsaved(executed: Iterable[str], path: Path) -> list[str]:
+    """Code the kernel ran that no code cell of the saved ``path`` holds (this cell's own
+    call and IPython's empty first entry aside)."""
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        saved = {"".join(c["source"]) if isinstance(c.get("source"), list) else c.get("source", "")
+                 for c in nb.get("cells", []) if c.get("cell_type") == "code"}
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return []
+    saved = {s.strip() for s in saved}
+    return [src for src in executed if isinstance(src, str) and src.strip()
+            and "check_here(" not in src and src.strip() not in saved]
+
+
+def _run_check(path: Path, assignment: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1", "TERM": "dumb",
+           "COLUMNS": "120"}
+    return subprocess.run([sys.executable, "-m", "autograder.cli", "check", str(path),
+                           "--assignment", assignment], capture_output=True, text=True,
+                          encoding="utf-8", errors="replace", env=env, cwd=path.parent,
+                          timeout=CHECK_SECONDS)
+
+
+def check_here(assignment: str, executed: Iterable[str] = ()) -> None:
+    """Print the report of ``autograder check`` on this cell's saved notebook."""
+    if os.environ.get("NBGRADER_EXECUTION"):
+        print(SKIPPED)
+        return
+    path = find_notebook(assignment, env=os.environ, cwd=Path.cwd())
+    if path is None:
+        print(f"找不到本 notebook 的文件：请在终端运行 autograder check {assignment}.ipynb")
+        return
+    saved = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(path.stat().st_mtime))
+    print(f"检查的是已保存的文件 {path.name}（保存于 {saved}）；没有保存的修改不会被检查。")
+    behind = unsaved(list(executed), path)
+    if behind:
+        print(f"⚠ 注意：你运行过的 {len(behind)} 段代码不在已保存的文件里，文件比你最后运行的"
+              "单元格旧。请先保存（Ctrl+S），再运行本单元格。")
+    try:
+        done = _run_check(path, assignment)
+    except subprocess.TimeoutExpired:
+        print(f"自我检查超过 {CHECK_SECONDS} 秒仍未结束，已停止：请在终端运行 "
+              f"autograder check {path.name}")
+        return
+    print(done.stdout.rstrip())
+    if done.returncode not in (0, 1) or not done.stdout.strip():
+        print(f"自我检查没有完成（退出码 {done.returncode}）：{done.stderr.strip()[-2000:]}")
