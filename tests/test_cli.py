@@ -118,6 +118,16 @@ def test_normalise_ignores_ids_outputs_and_volatile_metadata():
     assert normalise(nb) != normalise(other)
 
 
+def test_normalise_sees_a_tag_change():
+    """A tag alone decides behaviour (raises-exception lets exercises' Run All go on), so
+    `build --check` must see it change."""
+    nb = read_nb(ROOT / "exercises" / A / f"{A}.ipynb")
+    tagged = next(c for c in nb.cells if "raises-exception" in c.metadata.get("tags", []))
+    before = normalise(nb)
+    tagged.metadata["tags"] = []
+    assert normalise(nb) != before
+
+
 def test_every_source_test_cell_has_a_self_check_in_exercises():
     for a in ASSIGNMENT_ORDER:
         ex = ROOT / "exercises" / a / f"{a}.ipynb"

@@ -100,7 +100,8 @@ _VOLATILE_NBGRADER = ("checksum", "cell_type")
 
 
 def normalise(nb: NotebookNode | dict) -> list:
-    """What ``--check`` compares: cell types, sources and nbgrader metadata per cell.
+    """What ``--check`` compares: cell types, sources, nbgrader metadata and tags per cell
+    (tags decide behaviour: ``raises-exception`` lets Run All go on in exercises/).
 
     Cell ids, outputs, execution counts and other metadata are volatile and ignored.
     """
@@ -112,5 +113,6 @@ def normalise(nb: NotebookNode | dict) -> list:
         source = cell.get("source", "")
         if isinstance(source, list):
             source = "".join(source)
-        cells.append([cell.get("cell_type"), source, meta])
+        tags = sorted(cell.get("metadata", {}).get("tags", []) or [])
+        cells.append([cell.get("cell_type"), source, meta, tags])
     return cells
