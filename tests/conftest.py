@@ -29,6 +29,15 @@ def private_check_daemon():
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def sample_batch(tmp_path_factory):
+    """The sample class graded once (``tests/sample_batch.py``); the modules using it are
+    one group in :data:`_GROUPS`, so one worker grades it."""
+    from sample_batch import grade_sample_batch
+
+    return grade_sample_batch(tmp_path_factory.mktemp("samples"))
+
+
 #: Test modules slowest first (measured with ``--durations``): xdist hands out whole
 #: modules (or groups, below) in this order, each worker taking the next when it is almost
 #: done, so the longest go first and the short ones fill both workers' ends.
