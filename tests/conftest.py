@@ -41,18 +41,25 @@ def sample_batch(tmp_path_factory):
 #: Test modules slowest first (measured with ``--durations``): xdist hands out whole
 #: modules (or groups, below) in this order, each worker taking the next when it is almost
 #: done, so the longest go first and the short ones fill both workers' ends.
-_SLOW_FIRST = ("test_samples", "test_nbgrader_parity", "test_grade", "test_gradescope",
+_SLOW_FIRST = ("test_samples", "test_nbgrader_parity", "test_visible", "test_bank_q4",
+               "test_bank_q2", "test_bank_q1", "test_bank_q5", "test_grade", "test_gradescope",
                "test_build", "test_browser_pages", "test_hostile", "test_demo",
-               "test_hostile_class", "test_gradescope_hostile", "test_parts",
-               "test_hostile_checks", "test_lms", "test_checkd", "test_bank_q4", "test_bank_q2",
-               "test_visible", "test_bank_q3", "test_hostile_decoding", "test_bank_q1",
-               "test_engine", "test_feedback_page", "test_bank_q5", "test_hostile_decoding_batch",
+               "test_hostile_class", "test_gradescope_hostile", "test_hostile_checks",
+               "test_parts", "test_lms", "test_checkd", "test_bank_q3", "test_hostile_decoding",
+               "test_engine", "test_feedback_page", "test_hostile_decoding_batch",
                "test_memory", "test_outputs_safety", "test_prose", "test_layering", "test_guard",
                "test_studentuser", "test_integrity")
 
 #: Modules that share a session fixture run on one worker, as one unit: a module -> its
 #: group (every other module is a group of its own).
-_GROUPS = {"test_samples": "samples", "test_nbgrader_parity": "samples"}
+_GROUPS = {"test_samples": "samples", "test_nbgrader_parity": "samples",
+           # the solutions run in-process (helpers.solution_namespace, once per worker:
+           # q2's and q5's demos take seconds)
+           "test_hostile_checks": "solutions", "test_prose": "solutions",
+           "test_api_names": "solutions", "test_release_q4": "solutions",
+           # each sample student's visible run (helpers.visible_failures, once per worker)
+           "test_visible": "visible", "test_bank_q1": "visible", "test_bank_q2": "visible",
+           "test_bank_q4": "visible", "test_bank_q5": "visible"}
 
 
 @pytest.hookimpl(tryfirst=True)
