@@ -29,17 +29,61 @@ def private_check_daemon():
     shutil.rmtree(folder, ignore_errors=True)
 
 
-#: Modules that grade whole classes, slowest first: xdist hands out whole modules in
-#: collection order, so starting with these keeps both workers busy to the end.
-_SLOW_FIRST = ("test_samples", "test_nbgrader_parity", "test_browser_pages", "test_hostile",
-               "test_hostile_class", "test_gradescope", "test_gradescope_hostile", "test_grade",
-               "test_hostile_decoding_batch", "test_build", "test_demo", "test_lms",
-               "test_memory", "test_hostile_decoding", "test_bank_q3")
+@pytest.fixture(scope="session")
+def sample_batch(tmp_path_factory):
+    """The sample class graded once (``tests/sample_batch.py``); the modules using it are
+    one group in :data:`_GROUPS`, so one worker grades it."""
+    from sample_batch import grade_sample_batch
+
+    return grade_sample_batch(tmp_path_factory.mktemp("samples"))
 
 
+#: Test modules slowest first (measured with ``--durations``): xdist hands out whole
+#: modules (or groups, below) in this order, each worker taking the next when it is almost
+#: done, so the longest go first and the short ones fill both workers' ends.
+_SLOW_FIRST = ("test_samples", "test_nbgrader_parity", "test_visible", "test_bank_q4",
+               "test_bank_q2", "test_bank_q1", "test_bank_q5", "test_grade", "test_gradescope",
+               "test_build", "test_browser_pages", "test_hostile", "test_demo",
+               "test_hostile_class", "test_gradescope_hostile", "test_hostile_checks",
+               "test_parts", "test_lms", "test_checkd", "test_bank_q3", "test_hostile_decoding",
+               "test_engine", "test_feedback_page", "test_hostile_decoding_batch",
+               "test_memory", "test_outputs_safety", "test_prose", "test_layering", "test_guard",
+               "test_studentuser", "test_integrity")
+
+#: Modules that share a session fixture run on one worker, as one unit: a module -> its
+#: group (every other module is a group of its own).
+_GROUPS = {"test_samples": "samples", "test_nbgrader_parity": "samples",
+           # the solutions run in-process (helpers.solution_namespace, once per worker:
+           # q2's and q5's demos take seconds)
+           "test_hostile_checks": "solutions", "test_prose": "solutions",
+           "test_api_names": "solutions", "test_release_q4": "solutions",
+           # each sample student's visible run (helpers.visible_failures, once per worker)
+           "test_visible": "visible", "test_bank_q1": "visible", "test_bank_q2": "visible",
+           "test_bank_q4": "visible", "test_bank_q5": "visible"}
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
     def rank(item):
         name = item.module.__name__ if item.module else ""
         return _SLOW_FIRST.index(name) if name in _SLOW_FIRST else len(_SLOW_FIRST)
 
     items.sort(key=rank)  # stable: each module keeps its own order
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with :data:`_GROUPS` kept together and the order above kept
+    (xdist's own loadfile would reorder the modules by their number of tests)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            stem = module.rsplit("/", 1)[-1].removesuffix(".py")
+            return _GROUPS.get(stem, module)
+
+    config.option.loadscopereorder = False
+    return ModuleGroups(config, log)

@@ -22,8 +22,15 @@ def solution_namespace(assignment: str, variant: Variant | None = None) -> Simpl
     """Run the source notebook's code cells (solutions included, tests skipped) in-process.
 
     ``variant`` applies a sample student's edits first, so a test can grade a mistake
-    without starting a kernel.
+    without starting a kernel. Each notebook runs once per test process (q2's and q5's
+    demos take seconds and a dozen modules ask for the same answers); every call gets a
+    namespace of its own, so a test that sets or deletes a name changes no other test's.
     """
+    return SimpleNamespace(**_solution_env(assignment, variant))
+
+
+@functools.cache
+def _solution_env(assignment: str, variant: Variant | None) -> dict:
     nb = nbformat.read(ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
     env: dict = {"display": lambda *args, **kwargs: None, "__name__": "__student__"}
     for cell in nb.cells:
@@ -38,7 +45,7 @@ def solution_namespace(assignment: str, variant: Variant | None = None) -> Simpl
         if "plt." in source:  # plots are for people; skip them in unit tests
             continue
         exec(compile(source, f"<{assignment}:{grade_id(cell)}>", "exec"), env)
-    return SimpleNamespace(**env)
+    return env
 
 
 def hidden_calls(assignment: str) -> dict[str, tuple[str, list[str]]]:

@@ -16,49 +16,36 @@ import re
 
 import pytest
 from lecture import ASSIGNMENT_ORDER
-from pipeline_helpers import ROOT, without_plots
+from sample_batch import last_mistake
 
 from autograder.authoring import cells as nbs
 from autograder.bank import checks_for
 from autograder.bank.lib.misconceptions import CATALOG
-from autograder.engine.host.manifest import load, release_notebook
+from autograder.engine.host.manifest import load
 from autograder.grading.report import write_report
-from autograder.integrations.nbgrader.grade import grade
 from autograder.samples import expected_losses
 from autograder.samples import sample_class as full_class
-from autograder.samples.submission import make_submission
-from autograder.settings import GradeSettings
 
 pytestmark = pytest.mark.e2e
 
 PRESENT = ASSIGNMENT_ORDER  # every assignment: a missing notebook fails, never skips
-SETTINGS = GradeSettings(timeout=180, cell_timeout=60, salt="sample-class")
 
 
 def sample_class(assignment: str) -> dict:
     """The solution, the blank release, the first alternative and the last mistake."""
     everyone = full_class(assignment)
     alts = [s for s in everyone if s.startswith("alt-")][:1]
-    wrong = [s for s in everyone if s.startswith("mistake-")]
-    chosen = ["perfect", "blank", *alts, wrong[-1]]
+    chosen = ["perfect", "blank", *alts, last_mistake(assignment)]
     return {s: everyone[s] for s in chosen}
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    course = tmp_path_factory.mktemp("samples")
-    classes = {}
+def graded(sample_batch):
+    """The session's sample batch (``tests/sample_batch.py``): these students and the
+    first mistake of each assignment, graded in one batch."""
     for a in PRESENT:
-        source, release = nbs.read(ROOT / "source" / a / f"{a}.ipynb"), release_notebook(load(a))
-        classes[a] = sample_class(a)
-        for student, variant in classes[a].items():
-            nb = make_submission(source, release, variant)
-            if student != "perfect":  # the solution keeps its figures, as a student's would
-                without_plots(nb)
-            nbs.write(nb, course / "submitted" / student / a / f"{a}.ipynb")
-    results = grade(submissions=course / "submitted", out=course / "out", settings=SETTINGS)
-    rows = {(r.student, r.assignment): r for r in results}
-    return course, classes, rows
+        assert set(sample_class(a)) <= set(sample_batch.classes[a])
+    return sample_batch.course, sample_batch.classes, sample_batch.rows
 
 
 def _params(kind: str):
