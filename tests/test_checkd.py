@@ -127,3 +127,17 @@ def test_a_terminated_daemon_cleans_up_as_an_idle_one_does(runtime):
     assert daemon.wait(timeout=30) == 0, _logs(runtime)
     assert not checkd.socket_path().exists()
     assert f"checkd[{daemon.pid}] serving" in _logs(runtime)  # it logs, to its log file
+
+
+def test_a_client_that_hangs_up_before_its_answer_leaves_the_daemon_serving(runtime):
+    """The daemon answers into a closed socket (EPIPE) and serves the next client."""
+    import json
+    import socket
+
+    daemon = _daemon(runtime)
+    _until(lambda: checkd.ping() == daemon.pid)
+    for _ in range(3):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.connect(str(checkd.socket_path()))
+            client.sendall(json.dumps({"key": checkd.package_key(), "ping": True}).encode() + b"\n")
+    assert _until(checkd.ping) == daemon.pid and daemon.poll() is None, _logs(runtime)

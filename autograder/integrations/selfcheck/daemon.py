@@ -153,7 +153,7 @@ def _answer(request: dict, key: str, zygote) -> dict:
 def _request(conn: socket.socket) -> dict:
     try:
         request = json.loads(conn.makefile("rb").readline() or b"{}")
-    except ValueError:
+    except (ValueError, OSError):  # garbage, or a client that hung up
         return {}
     return request if isinstance(request, dict) else {}
 
@@ -226,7 +226,10 @@ def _serve_locked(key: str) -> int:
                 return 0
             with conn:
                 answer = _answer(_request(conn), key, zygote)
-                conn.sendall(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+                try:
+                    conn.sendall(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+                except OSError as err:  # the client gave up waiting: serve the next one
+                    log.warning("client left before its answer: %s", err)
             if answer.get("stale") or answer.get("stopping"):
                 log.info("exiting: %s", "outdated package" if answer.get("stale") else "asked to stop")
                 return 0
