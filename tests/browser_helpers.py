@@ -144,17 +144,7 @@ class Formgrader:
         return f"http://127.0.0.1:{self.port}{path}?token={self.token}"
 
     def wait(self, seconds: float = 300.0) -> None:
-        """Until it answers (it starts in seconds; far longer on a machine under load)."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.read_log()
-            try:
-                with urllib.request.urlopen(self.url("/api/status"), timeout=2) as answer:
-                    if answer.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.2)
-        raise AssertionError(f"formgrader did not start:\n{self.read_log()}")
+        wait_for_server(self, "formgrader", seconds)
 
     def submission_url(self, student: str) -> str:
         from nbgrader.api import Gradebook
@@ -174,3 +164,18 @@ class Formgrader:
         self.proc.kill()
         self.proc.wait()
         self.log.close()
+
+
+def wait_for_server(server, what: str, seconds: float = 300.0) -> None:
+    """Until a Jupyter server (``proc``, ``url()``, ``read_log()``) answers on
+    ``/api/status``: it starts in seconds, far longer on a machine under load."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert server.proc.poll() is None, server.read_log()
+        try:
+            with urllib.request.urlopen(server.url("/api/status"), timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"{what} did not start:\n{server.read_log()}")

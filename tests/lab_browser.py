@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import websocket
-from browser_helpers import BROWSER, _free_port
+from browser_helpers import BROWSER, _free_port, wait_for_server
 from pipeline_helpers import ROOT
 
 #: What an installed wheel puts in ``<prefix>/etc/jupyter`` (an editable install does not).
@@ -46,16 +46,7 @@ class Lab:
         return f"http://127.0.0.1:{self.port}{path}?token={self.token}"
 
     def wait(self, seconds: float = 300.0) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.read_log()
-            try:
-                with urllib.request.urlopen(self.url("/api/status"), timeout=2) as answer:
-                    if answer.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.3)
-        raise AssertionError(f"jupyter lab did not start:\n{self.read_log()}")
+        wait_for_server(self, "jupyter lab", seconds)
 
     def read_log(self) -> str:
         if not self.log.closed:
