@@ -6,9 +6,9 @@ from collections.abc import Callable
 from functools import cache
 
 import numpy as np
+from release_contract import core, solution_lines
 
 from autograder.authoring import cells as nbs
-from autograder.engine.host import hidden
 
 A = "q4_single_token"
 
@@ -45,16 +45,8 @@ def _minutes(part: str) -> str:
 
 
 def core_solution_lines() -> list[str]:
-    """The lines a student writes in the core: every non-blank, non-comment line of the
-    core's solution regions."""
-    lines = []
-    for cell in _cells():
-        if cell.metadata.get("autograder", {}).get("part", "core") != "core":
-            continue
-        if cell.cell_type == "code" and nbs.is_solution_cell(cell):
-            region = cell.source.split(hidden.SOLUTION_BEGIN)[1].split(hidden.SOLUTION_END)[0]
-            lines += [ln for ln in region.splitlines() if ln.split("#")[0].strip()]
-    return lines
+    """The lines a student writes in the core (:func:`release_contract.solution_lines`)."""
+    return solution_lines(core(_cells()))
 
 
 FIGURES: dict[str, Callable[[], str]] = {

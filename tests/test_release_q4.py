@@ -11,9 +11,16 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import prose_q4
 import pytest
 from helpers import ROOT, solution_namespace
+from release_contract import (
+    HEADING,
+    check_extensions_follow_the_core,
+    check_no_locked_cell_holds_a_solution_line,
+    check_test_cells_state_their_points,
+    core,
+    solution_lines,
+)
 
 from autograder.authoring import cells as nbs
 from autograder.engine.host import hidden
@@ -21,8 +28,6 @@ from autograder.engine.host import hidden
 NAME = "q4_single_token"
 SOURCE, RELEASE, SOLUTIONS, EXERCISES = (ROOT / edition / NAME / f"{NAME}.ipynb" for edition in
                                          ("source", "release", "solutions", "exercises"))
-HEADING = re.compile(r"^## 拓展 ([A-Z])：(.+)（选做，约 (\d+) 分钟）\n")
-PART = re.compile(r"^(core|ext-[a-z0-9-]+)$")
 HAND_CELLS = [f"test_hand_{s}" for s in ("scores", "scaled", "exp", "sum", "weights", "output")]
 
 #: Each answer of the core and a pattern that finds it in prose, given code, printed
@@ -45,10 +50,6 @@ ANSWERS = [
 REMOVED = ["它们就是第一问的答案", "所以第二问的答案是", "对一对"]
 
 
-def _part(cell) -> str:
-    return cell.metadata.get("autograder", {}).get("part", "core")
-
-
 def _graded(cells, manual: bool) -> list:
     return [c for c in cells if c.metadata.get("nbgrader", {}).get("grade")
             and (c.cell_type == "markdown") == manual]
@@ -61,8 +62,7 @@ def test_the_header_has_the_style_of_the_five():
 
 def test_the_core_meets_the_contract_alone_and_states_its_time():
     cells = nbs.read(SOURCE).cells
-    core = [c for c in cells if _part(c) == "core"]
-    auto, manual = _graded(core, manual=False), _graded(core, manual=True)
+    auto, manual = _graded(core(cells), manual=False), _graded(core(cells), manual=True)
     assert len(auto) >= 5 and sum(c.metadata.nbgrader.points for c in auto) >= 10 and manual
     meta = cells[0].metadata["autograder"]
     assert meta["part"] == "core" and meta["minutes"] <= 40
@@ -70,21 +70,20 @@ def test_the_core_meets_the_contract_alone_and_states_its_time():
 
 
 def test_the_core_asks_every_sub_question_hand_steps_first():
-    cells = nbs.read(SOURCE).cells
-    core = [c for c in cells if _part(c) == "core"]
-    ids = [nbs.grade_id(c) for c in core]
+    cells = core(nbs.read(SOURCE).cells)
+    ids = [nbs.grade_id(c) for c in cells]
     assert [i for i in ids if i in HAND_CELLS] == HAND_CELLS          # the lecture's order
     assert ids.index("test_hand_output") < ids.index("test_weights")  # hand first, then code
     assert ids.index("test_hand_example") < ids.index("test_qk_invariance")  # then the general
-    written = _graded(core, manual=True)[0].source
-    prompt = "\n".join(c.source for c in core if c.cell_type == "markdown")
+    written = _graded(cells, manual=True)[0].source
+    prompt = "\n".join(c.source for c in cells if c.cell_type == "markdown")
     for asked in ("打分、softmax、加权求和分别退化成什么", "输出和输入是什么关系"):
         assert asked in prompt
     assert "**评分要点**" in written
 
 
 def test_the_core_asks_for_at_most_forty_lines_of_code():
-    assert len(prose_q4.core_solution_lines()) <= 40
+    assert len(solution_lines(core(nbs.read(SOURCE).cells))) <= 40
 
 
 def test_the_time_table_adds_up_to_the_stated_minutes():
@@ -98,28 +97,12 @@ def test_the_time_table_adds_up_to_the_stated_minutes():
 
 
 def test_the_extensions_come_after_the_core_contiguous_marked_and_timed():
-    cells = nbs.read(SOURCE).cells
-    parts = [_part(c) for c in cells]
-    assert all(PART.match(p) for p in parts)
-    first_ext = next(i for i, p in enumerate(parts) if p != "core")
-    assert "core" not in parts[first_ext:]
-    blocks = [p for i, p in enumerate(parts) if i >= first_ext and parts[i - 1] != p]
-    assert len(blocks) == len(set(blocks)) == 3, blocks
-    letters = []
-    for i in range(first_ext, len(cells)):
-        if parts[i] != parts[i - 1]:
-            meta, heading = cells[i].metadata["autograder"], HEADING.match(cells[i].source)
-            assert cells[i].cell_type == "markdown" and heading, cells[i].source[:60]
-            assert (heading[2], int(heading[3])) == (meta["title"], meta["minutes"])
-            letters.append(heading[1])
-        else:
-            assert set(cells[i].metadata["autograder"]) == {"part"}
-    assert letters == ["A", "B", "C"]
+    check_extensions_follow_the_core(nbs.read(SOURCE).cells, ["A", "B", "C"])
 
 
 def test_what_was_moved_is_kept_in_the_extensions():
     cells = nbs.read(SOURCE).cells
-    ext = {nbs.grade_id(c) for c in cells if _part(c) != "core"}
+    ext = {nbs.grade_id(c) for c in cells} - {nbs.grade_id(c) for c in core(cells)}
     assert {"test_softmax_symbolic", "test_residual_symbolic", "test_two_token_weight",
             "test_two_token_symbolic", "test_decode_step", "test_kv_cache_decode"} <= ext
 
@@ -132,18 +115,7 @@ def test_the_old_answers_and_wording_are_gone(path):
 
 
 def test_no_locked_cell_holds_a_solution_line():
-    release = nbs.read(RELEASE).cells
-    locked = "\n".join(c.source for c in release if not nbs.is_solution_cell(c))
-    source = nbs.read(SOURCE).cells
-    lines = []
-    for cell in source:
-        if cell.cell_type == "code" and nbs.is_solution_cell(cell):
-            region = cell.source.split(hidden.SOLUTION_BEGIN)[1].split(hidden.SOLUTION_END)[0]
-            lines += [ln.split("#")[0].strip() for ln in region.splitlines()]
-    lines = [ln for ln in lines if "=" in ln or "return" in ln]
-    assert lines
-    shown = [ln for ln in lines if ln in locked]
-    assert not shown, shown
+    check_no_locked_cell_holds_a_solution_line(nbs.read(SOURCE).cells, nbs.read(RELEASE).cells)
 
 
 def _seen_before(asking: str) -> list[tuple[str, str]]:
@@ -183,11 +155,7 @@ def test_the_answer_patterns_see_the_answers():
 
 
 def test_each_test_cell_states_its_points():
-    for cell in nbs.read(SOURCE).cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("grade") and cell.cell_type == "code":
-            stated = re.match(r"# 测试：.*（(\d+) 分）", cell.source)
-            assert stated and float(stated[1]) == meta["points"], (meta["grade_id"], cell.source[:40])
+    check_test_cells_state_their_points(nbs.read(SOURCE).cells, r"# 测试：.*（(\d+) 分）")
 
 
 # ------------------------------------------------------------------ claims that are measured

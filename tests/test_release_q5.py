@@ -11,6 +11,13 @@ import re
 from pathlib import Path
 
 import pytest
+from release_contract import (
+    check_extensions_follow_the_core,
+    check_no_locked_cell_holds_a_solution_line,
+    check_test_cells_state_their_points,
+    core,
+    solution_lines,
+)
 
 from autograder.authoring import cells as nbs
 from autograder.engine.host import hidden
@@ -19,8 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 NAME = "q5_cost_scaling"
 SOURCE, RELEASE, SOLUTIONS = (ROOT / edition / NAME / f"{NAME}.ipynb"
                               for edition in ("source", "release", "solutions"))
-HEADING = re.compile(r"^## 拓展 ([A-Z])：(.+)（选做，约 (\d+) 分钟）\n")
-PART = re.compile(r"^(core|ext-[a-z0-9-]+)$")
 
 #: Each graded answer, and the cell that asks for it: nothing a student sees before that
 #: cell (prose, given code, its printed output, the cell's own visible asserts) may state it.
@@ -35,22 +40,9 @@ ANSWERS = [
 ]
 
 
-def _part(cell) -> str:
-    return cell.metadata.get("autograder", {}).get("part", "core")
-
-
 def _points(cells, manual: bool) -> list[float]:
     return [c.metadata["nbgrader"]["points"] for c in cells
             if c.metadata.get("nbgrader", {}).get("grade") and (c.cell_type == "markdown") == manual]
-
-
-def _solution_lines(cells) -> list[str]:
-    lines = []
-    for cell in cells:
-        if cell.cell_type == "code" and nbs.is_solution_cell(cell):
-            region = cell.source.split(hidden.SOLUTION_BEGIN)[1].split(hidden.SOLUTION_END)[0]
-            lines += [ln.split("#")[0].strip() for ln in region.splitlines()]
-    return [ln for ln in lines if ln]
 
 
 def test_the_header_has_the_style_of_the_five():
@@ -60,8 +52,7 @@ def test_the_header_has_the_style_of_the_five():
 
 def test_the_core_meets_the_contract_alone_and_states_its_time():
     cells = nbs.read(SOURCE).cells
-    core = [c for c in cells if _part(c) == "core"]
-    auto, manual = _points(core, manual=False), _points(core, manual=True)
+    auto, manual = _points(core(cells), manual=False), _points(core(cells), manual=True)
     assert len(auto) >= 5 and sum(auto) >= 10 and manual, (auto, manual)
     minutes = cells[0].metadata["autograder"]
     assert minutes["part"] == "core" and minutes["minutes"] <= 40
@@ -69,28 +60,11 @@ def test_the_core_meets_the_contract_alone_and_states_its_time():
 
 
 def test_the_core_asks_for_at_most_forty_lines_of_code():
-    core = [c for c in nbs.read(SOURCE).cells if _part(c) == "core"]
-    assert len(_solution_lines(core)) <= 40
+    assert len(solution_lines(core(nbs.read(SOURCE).cells))) <= 40
 
 
 def test_the_extensions_come_after_the_core_contiguous_marked_and_timed():
-    cells = nbs.read(SOURCE).cells
-    parts = [_part(c) for c in cells]
-    assert all(PART.match(p) for p in parts)
-    first_ext = next(i for i, p in enumerate(parts) if p != "core")
-    assert "core" not in parts[first_ext:]
-    blocks = [p for i, p in enumerate(parts) if i >= first_ext and parts[i - 1] != p]
-    assert len(blocks) == len(set(blocks)) == 4, blocks        # each extension is one block
-    letters = []
-    for i in range(first_ext, len(cells)):
-        if parts[i] != parts[i - 1]:
-            meta, heading = cells[i].metadata["autograder"], HEADING.match(cells[i].source)
-            assert cells[i].cell_type == "markdown" and heading, cells[i].source[:60]
-            assert (heading[2], int(heading[3])) == (meta["title"], meta["minutes"])
-            letters.append(heading[1])
-        else:
-            assert set(cells[i].metadata["autograder"]) == {"part"}
-    assert letters == ["A", "B", "C", "D"]
+    check_extensions_follow_the_core(nbs.read(SOURCE).cells, ["A", "B", "C", "D"])
 
 
 def test_the_plain_term_replaces_the_premium():
@@ -100,12 +74,8 @@ def test_the_plain_term_replaces_the_premium():
 
 
 def test_no_locked_cell_holds_a_solution_line():
-    release = nbs.read(RELEASE).cells
-    locked = "\n".join(c.source for c in release if not nbs.is_solution_cell(c))
-    lines = [ln for ln in _solution_lines(nbs.read(SOURCE).cells) if "=" in ln or "return" in ln]
-    assert lines
-    shown = [ln for ln in lines if ln in locked and ln not in ("n = int(n)", "times = []")]
-    assert not shown, shown
+    check_no_locked_cell_holds_a_solution_line(nbs.read(SOURCE).cells, nbs.read(RELEASE).cells,
+                                               given=("n = int(n)", "times = []"))
 
 
 def _seen_before(asking: str) -> list[tuple[str, str]]:
@@ -141,8 +111,4 @@ def test_the_answer_patterns_see_the_answers():
 
 
 def test_each_test_cell_states_its_points():
-    for cell in nbs.read(SOURCE).cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("grade") and cell.cell_type == "code":
-            stated = re.match(r"# 测试：.*（(\d+) 分", cell.source)
-            assert stated and float(stated[1]) == meta["points"], (meta["grade_id"], cell.source[:40])
+    check_test_cells_state_their_points(nbs.read(SOURCE).cells, r"# 测试：.*（(\d+) 分")

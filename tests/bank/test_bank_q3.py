@@ -21,8 +21,10 @@ import seeds
 import sympy as sp
 from helpers import hidden_calls, solution_namespace
 from lecture import ROOT
+from release_contract import core, solution_lines
 
 from autograder.authoring import cells as nbs
+from autograder.authoring.parts import part_of
 from autograder.bank import Context, checks_for, q3, q3_ext, q3_hand, q3_probes, q3_symbolic, runner
 from autograder.bank.lib import reference as ref
 from autograder.bank.lib.compare import CheckFailed, fmt
@@ -65,10 +67,6 @@ def _verdict(cell: str, variant=None, seed: int | None = None, evaluate=None) ->
     return None if outcome.passed else outcome.message
 
 
-def _part(cell) -> str:
-    return cell.metadata.get("autograder", {}).get("part", "core")
-
-
 def _points(cells) -> tuple[float, int, bool]:
     graded = [c for c in cells if c.metadata.get("nbgrader", {}).get("grade")]
     auto = [c for c in graded if c.cell_type == "code"]
@@ -83,8 +81,7 @@ def test_every_check_has_a_grade_cell():
 
 
 def test_the_core_meets_the_contract_alone_and_states_its_time():
-    core = [c for c in _nb().cells if _part(c) == "core"]
-    points, cells, written = _points(core)
+    points, cells, written = _points(core(_nb().cells))
     assert points >= 10 and cells >= 5 and written, (points, cells, written)
     intro = _nb().cells[0]
     assert intro.metadata.autograder == {"part": "core", "minutes": 40}
@@ -92,7 +89,7 @@ def test_the_core_meets_the_contract_alone_and_states_its_time():
 
 
 def test_extensions_are_marked_contiguous_and_timed():
-    parts = [_part(c) for c in _nb().cells]
+    parts = [part_of(c) for c in _nb().cells]
     first = next(i for i, p in enumerate(parts) if p != "core")
     assert "core" not in parts[first:], "a core cell after an extension"
     blocks = [p for i, p in enumerate(parts[first:]) if i == 0 or p != parts[first + i - 1]]
@@ -106,24 +103,15 @@ def test_extensions_are_marked_contiguous_and_timed():
                                             "minutes": int(match.group(3))}
 
 
-def _solution_lines(cells) -> list[str]:
-    lines = []
-    for cell in cells:
-        if nbs.is_solution_cell(cell) and cell.cell_type == "code":
-            for region in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S):
-                lines += [ln.split("#")[0].strip() for ln in region.splitlines()]
-    return [ln for ln in lines if ln]
-
-
 def test_the_core_asks_for_about_forty_lines_of_code():
-    assert len(_solution_lines(c for c in _nb().cells if _part(c) == "core")) <= 40
+    assert len(solution_lines(core(_nb().cells))) <= 40
 
 
 def test_no_given_cell_holds_a_line_of_any_solution():
     """The old causal_demo cell gave away six lines of self_attention; build's own test
     cannot see that (it skips lines that given cells also show)."""
     given = "\n".join(c.source for c in _nb().cells if c.cell_type == "code" and not nbs.is_solution_cell(c))
-    shown = [ln for ln in _solution_lines(_nb().cells) if len(ln) > 20 and ln in given]
+    shown = [ln for ln in solution_lines(_nb().cells) if len(ln) > 20 and ln in given]
     assert not shown, shown
 
 
