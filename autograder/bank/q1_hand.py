@@ -18,7 +18,7 @@ from . import Context, check
 from .lib import misconceptions as mc
 from .lib import reference as ref
 from .lib.compare import as_array, fail, fmt
-from .lib.handsteps import TOL, Diagnosis, cause, close, earlier, judge
+from .lib.handsteps import TOL, Diagnosis, cause, chain, close, earlier, judge
 
 #: W_v = V_SCALE·I in the thinking question (the lecture's example has 2I).
 V_SCALE = 3.0
@@ -26,12 +26,9 @@ V_SCALE = 3.0
 
 _X = ref.HAND_X
 V_3I, V_2I = V_SCALE * _X, 2.0 * _X  # V = X·W_v; X = I here, so V = W_v
-EXACT_SCORES = _X @ _X[0]  # [Q₁·K₁, Q₁·K₂] with Q = K = X
-EXACT_SCALED = EXACT_SCORES / np.sqrt(_X.shape[1])
-EXACT_EXPS = np.exp(EXACT_SCALED)
-EXACT_TOTAL = np.array(EXACT_EXPS.sum())
-EXACT_WEIGHTS = EXACT_EXPS / EXACT_TOTAL
-EXACT_OUTPUT = EXACT_WEIGHTS @ V_3I
+# scores [Q₁·K₁, Q₁·K₂] with Q = K = X
+EXACT_SCORES, EXACT_SCALED, EXACT_EXPS, EXACT_TOTAL, EXACT_WEIGHTS, EXACT_OUTPUT = chain(
+    _X @ _X[0], _X.shape[1], V_3I)
 
 SCORE_USES_V = mc.register(
     "q1_score_uses_v", "打分用了 Value",

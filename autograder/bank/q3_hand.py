@@ -16,6 +16,7 @@ from . import Context, check
 from .lib import misconceptions as mc
 from .lib import reference as ref
 from .lib.compare import CheckFailed, as_array, as_number, fail, fmt
+from .lib.handsteps import chain
 
 X_OLD = ref.HAND_X
 X_NEW = ref.HAND_X[[1, 0]]
@@ -23,18 +24,8 @@ W_V = 2 * np.eye(2)
 ATOL = ref.LECTURE_ATOL
 
 
-def _chain() -> dict[str, np.ndarray]:
-    """The six steps for the new position 1 (query x₂), W_q = W_k = I, W_v = 2I."""
-    scores = X_NEW[0] @ X_NEW.T
-    scaled = scores / np.sqrt(2)
-    exps = np.exp(scaled)
-    total = np.array(exps.sum())
-    weights = exps / total
-    return {"scores": scores, "scaled": scaled, "exps": exps, "total": total,
-            "weights": weights, "output": weights @ (X_NEW @ W_V)}
-
-
-HAND = _chain()
+#: The six steps for the new position 1 (query x₂), W_q = W_k = I, W_v = 2I.
+HAND = chain(X_NEW[0] @ X_NEW.T, 2, X_NEW @ W_V)._asdict()
 
 KEYS_NOT_SWAPPED = mc.register(
     "q3_keys_not_swapped", "Key 没有跟着交换",

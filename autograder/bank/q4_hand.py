@@ -20,7 +20,7 @@ from . import Context, check
 from .lib import misconceptions as mc
 from .lib import reference as ref
 from .lib.compare import as_array, fail, fmt
-from .lib.handsteps import earlier, judge
+from .lib.handsteps import chain, earlier, judge
 
 #: Marks allow the lecture's rounding to 3 decimals (relative and absolute).
 X1 = ref.HAND_X[0]                     # the one token left: x₁ = [1, 0]
@@ -28,20 +28,12 @@ V_SCALE = 2.0                          # W_v = 2I, as in the lecture
 V_ROWS = V_SCALE * ref.HAND_X          # V₁ = [2, 0], V₂ = [0, 2] (x₂'s row only for diagnoses)
 D_K = X1.size                          # W_k = I: d_k = K.shape[-1] = 2
 
-EXACT_SCORES = np.array([X1 @ X1])     # one Key: [Q₁·K₁]
-EXACT_SCALED = EXACT_SCORES / np.sqrt(D_K)
-EXACT_EXPS = np.exp(EXACT_SCALED)
-EXACT_TOTAL = np.array(EXACT_EXPS.sum())
-EXACT_WEIGHTS = EXACT_EXPS / EXACT_TOTAL
-EXACT_OUTPUT = EXACT_WEIGHTS @ V_ROWS[:1]
-
+# one Key: [Q₁·K₁]
+EXACT_SCORES, EXACT_SCALED, EXACT_EXPS, EXACT_TOTAL, EXACT_WEIGHTS, EXACT_OUTPUT = chain(
+    np.array([X1 @ X1]), D_K, V_ROWS[:1])
 # the lecture's own two-token row for position 1, to recognise x₂ left in it
-TWO_SCORES = ref.HAND_X @ X1
-TWO_SCALED = TWO_SCORES / np.sqrt(D_K)
-TWO_EXPS = np.exp(TWO_SCALED)
-TWO_TOTAL = np.array(TWO_EXPS.sum())
-TWO_WEIGHTS = TWO_EXPS / TWO_TOTAL
-TWO_OUTPUT = TWO_WEIGHTS @ V_ROWS
+TWO_SCORES, TWO_SCALED, TWO_EXPS, TWO_TOTAL, TWO_WEIGHTS, TWO_OUTPUT = chain(
+    ref.HAND_X @ X1, D_K, V_ROWS)
 
 PHANTOM_TOKEN = mc.register(
     "q4_phantom_token", "还在用已经去掉的 x₂",

@@ -6,19 +6,41 @@ checks a guess)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from . import reference as ref
 from .compare import CheckFailed, as_array, fail, fmt
 
-__all__ = ["TOL", "Diagnosis", "earlier", "close", "cause", "judge"]
+__all__ = ["TOL", "Diagnosis", "Chain", "chain", "earlier", "close", "cause", "judge"]
 
 #: The hand steps' tolerance: the lecture prints its numbers to this many places.
 TOL = ref.LECTURE_ATOL
 
 #: (the likely cause in words, the value that mistake gives or None)
 Diagnosis = tuple[str, "np.ndarray | None"]
+
+
+class Chain(NamedTuple):
+    """The lecture's six hand steps for one query's row."""
+
+    scores: np.ndarray
+    scaled: np.ndarray
+    exps: np.ndarray
+    total: np.ndarray
+    weights: np.ndarray
+    output: np.ndarray
+
+
+def chain(scores: np.ndarray, d_k: int, values: np.ndarray) -> Chain:
+    """The six steps from one query's ``scores``: scale by √d_k, exp, their sum, the
+    weights, and the weighted sum of the ``values`` rows."""
+    scaled = scores / np.sqrt(d_k)
+    exps = np.exp(scaled)
+    total = np.array(exps.sum())
+    weights = exps / total
+    return Chain(scores, scaled, exps, total, weights, weights @ values)
 
 
 def earlier(value: object, shape: tuple[int, ...]) -> np.ndarray | None:
