@@ -147,14 +147,14 @@ def grade_cmd(submissions: Path, assignment: str | None, jobs: int | None, timeo
 
     _verbose(verbose)
     console = show.console()
-    total = intake.count(submissions=submissions, assignment=assignment)  # bad input: now
     settings = replace(DEFAULTS, timeout=timeout, cell_timeout=cell_timeout, memory_mb=memory)
     started = time.monotonic()
-    with show.bar(console) as bar:
-        progress = show.progress(bar, bar.add_task("starting the sandbox", total=total), "graded")
-        results = intake.grade(submissions=submissions, out=out, assignment=assignment,
-                               jobs=jobs, settings=settings, salt_file=salt_file,
-                               progress=progress)
+    # opened before the bar: bad input is one line, and a download is unpacked once
+    with intake.opened(submissions=submissions, assignment=assignment) as batch, \
+            show.bar(console) as bar:
+        task = bar.add_task("starting the sandbox", total=batch.size)
+        results = batch.grade(out=out, jobs=jobs, settings=settings, salt_file=salt_file,
+                              progress=show.progress(bar, task, "graded"))
     seconds = time.monotonic() - started
     show.summary(console, results, f"{len(results)} submission(s) graded in {seconds:.1f} s")
     cli_report.after_grade(console=console, out=out, due=due, submissions=submissions)

@@ -32,11 +32,13 @@ No file decides another student's grade, and nothing is resolved silently: each 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
@@ -50,7 +52,7 @@ from .names import CANVAS, MOODLE_DIR, MOODLE_FILE, Entry, conflicting, parse_na
 from .unzip import member_name, open_zip, unpack
 
 __all__ = ["Entry", "Intake", "parse_name", "is_download", "check_download", "open_download",
-           "count", "grade", "grade_download", "read_roster", "ROSTER"]
+           "Batch", "opened", "grade", "read_roster", "ROSTER"]
 
 log = logging.getLogger("autograder")
 
@@ -243,8 +245,11 @@ def open_download(path: Path, *, assignment: str | None, work: Path) -> Intake |
     layout (a zip holding one is unpacked and graded as such)."""
     path = Path(path)
     _count_notebooks(path, assignment)
-    too_large = unpack(path, work / "download") if path.is_file() else set()
-    root = work / "download" if path.is_file() else path
+    if path.is_file():
+        root = work / "download"
+        too_large = unpack(path, root)
+    else:
+        root, too_large = path, set()
     entries = _entries(root, too_large)
     if not entries:
         find_submissions(root, assignment)  # an nbgrader layout, else its error
@@ -266,54 +271,72 @@ def _laid_out(path: Path, assignment: str | None, work: Path) -> Intake:
     return intake
 
 
+def _size(intake: Intake, assignment: str | None) -> int:
+    """How many submissions a laid-out download holds."""
+    return sum(1 for p in intake.folder.glob("*/*") if p.is_dir()) if \
+        intake.students else _count_notebooks(intake.folder, assignment)
+
+
 def check_download(path: Path, assignment: str | None = None) -> int:
     """Everything :func:`open_download` would refuse, refused now (before any grading);
     returns how many submissions the download holds."""
     with tempfile.TemporaryDirectory(prefix="autograder-lms-check-") as work:
-        intake = _laid_out(path, assignment, Path(work))
-        return sum(1 for p in intake.folder.glob("*/*") if p.is_dir()) if \
-            intake.students else _count_notebooks(intake.folder, assignment)
+        return _size(_laid_out(path, assignment, Path(work)), assignment)
 
 
 # ------------------------------------------------------------------ grading
 
 
-def count(*, submissions: Path, assignment: str | None = None) -> int:
-    """How many submissions ``autograder grade SUBMISSIONS`` will grade; whatever it would
-    refuse (a missing folder, a broken zip...) is refused now, before any work."""
-    if is_download(Path(submissions)):
-        return check_download(submissions, assignment)
-    return len(find_submissions(Path(submissions), assignment))
+@dataclass
+class Batch:
+    """Submissions ready to grade: nbgrader's layout as it is, or an LMS download laid
+    out once by the intake (``intake``; its folder lives as long as the batch)."""
+
+    submissions: Path
+    assignment: str | None
+    size: int
+    intake: Intake | None = None
+
+    def grade(self, *, out: Path, **options) -> list:
+        """Grade the batch (``options`` are :func:`autograder.integrations.nbgrader.grade.grade`'s);
+        an LMS download's rows carry the LMS's ids, and ``out/lms.json`` their names."""
+        if self.intake is None:
+            return grade_layout(submissions=self.submissions, out=out,
+                                assignment=self.assignment, **options)
+        results = grade_layout(submissions=self.intake.folder, out=out,
+                               assignment=self.assignment, remarks=self.intake.remarks,
+                               **options)
+        if self.intake.lms != "nbgrader":
+            roster = {"lms": self.intake.lms, "download": self.submissions.name,
+                      "students": self.intake.students}
+            Path(out, ROSTER).write_text(json.dumps(roster, ensure_ascii=False, indent=2)
+                                         + "\n", encoding="utf-8")
+        return results
+
+
+@contextlib.contextmanager
+def opened(*, submissions: Path, assignment: str | None = None) -> Iterator[Batch]:
+    """What ``autograder grade SUBMISSIONS`` grades, opened once: whatever it would refuse
+    (a missing folder, a broken zip...) is refused now, before any work."""
+    submissions = Path(submissions)
+    if not is_download(submissions):
+        yield Batch(submissions, assignment, len(find_submissions(submissions, assignment)))
+        return
+    with tempfile.TemporaryDirectory(prefix="autograder-lms-") as work:
+        intake = _laid_out(submissions, assignment, Path(work))
+        yield Batch(submissions, assignment, _size(intake, assignment), intake)
 
 
 def grade(*, submissions: Path, out: Path, assignment: str | None = None, **options) -> list:
     """``autograder grade``: nbgrader's ``submitted/`` layout as it is
     (:func:`autograder.integrations.nbgrader.grade.grade`), a Canvas or Moodle download
-    laid out by the intake first (:func:`grade_download`). ``options`` are the former's."""
-    if is_download(Path(submissions)):
-        return grade_download(submissions=Path(submissions), out=out, assignment=assignment,
-                              **options)
-    return grade_layout(submissions=submissions, out=out, assignment=assignment, **options)
-
-
-def grade_download(*, submissions: Path, out: Path, assignment: str | None = None,
-                   **options) -> list:
-    """An LMS download graded: results carry the LMS's ids, and ``out/lms.json`` their
-    names (``options`` are :func:`autograder.integrations.nbgrader.grade.grade`'s)."""
-    with tempfile.TemporaryDirectory(prefix="autograder-lms-") as work:
-        intake = _laid_out(submissions, assignment, Path(work))
-        results = grade_layout(submissions=intake.folder, out=out, assignment=assignment,
-                               remarks=intake.remarks, **options)
-    roster = {"lms": intake.lms, "download": Path(submissions).name,
-              "students": intake.students}
-    if intake.lms != "nbgrader":
-        Path(out, ROSTER).write_text(json.dumps(roster, ensure_ascii=False, indent=2) + "\n",
-                                     encoding="utf-8")
-    return results
+    laid out by the intake first. ``options`` are the former's."""
+    with opened(submissions=submissions, assignment=assignment) as batch:
+        return batch.grade(out=out, **options)
 
 
 def read_roster(results: Path) -> dict:
-    """The roster ``grade_download`` left in a results folder ({} when there is none)."""
+    """The roster :meth:`Batch.grade` left in a results folder ({} when there is none)."""
     path = Path(results) / ROSTER
     if not path.is_file():
         return {}
