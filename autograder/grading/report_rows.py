@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
+from ..engine.host.files import read_at_most
 from ..engine.host.stop import printable
 from ..errors import CourseError
 from ..settings import RowStatus
@@ -193,8 +194,7 @@ def read_rows(path: Path) -> list[Row]:
     """The rows of ``path`` (a ``scores.json``), or a one-line :class:`CourseError`."""
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
+        raw = read_at_most(path, MAX_BYTES)
     except OSError as err:
         raise CourseError(f"cannot read {path} ({err.strerror or err}): give the --out "
                           "folder of `autograder grade`, which holds scores.json") from None
