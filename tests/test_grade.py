@@ -348,3 +348,25 @@ def test_a_sandbox_that_cannot_start_is_one_clear_error_and_writes_nothing(monke
         grade(submissions=subs, out=out, settings=SETTINGS, jobs=2)
     assert "no namespaces for you" in (out / "grading.log").read_text(encoding="utf-8")
     assert not list(tmp_path.rglob("gradebook.db")) and not list(tmp_path.rglob("scores.csv"))
+
+
+def test_staged_output_replaces_each_folder_whole_and_never_follows_a_link(tmp_path):
+    """``move_into`` (grade's autograded/ and out/, feedback's feedback/): a folder left by
+    an earlier run is replaced whole, a link in its place is removed, not written through."""
+    import os
+
+    from autograder.engine.host.files import move_into
+
+    staged, dest, victim = tmp_path / "staged", tmp_path / "dest", tmp_path / "victim"
+    for student in ("ann", "bob"):
+        (staged / student / A).mkdir(parents=True)
+        (staged / student / A / "page.html").write_text("new")
+    (dest / "ann" / A).mkdir(parents=True)
+    (dest / "ann" / A / "old.html").write_text("old")
+    victim.mkdir()
+    (dest / "bob").mkdir()
+    os.symlink(victim, dest / "bob" / A)
+    move_into(staged, dest, depth=2)
+    assert sorted(p.name for p in (dest / "ann" / A).iterdir()) == ["page.html"]
+    assert not (dest / "bob" / A).is_symlink() and (dest / "bob" / A / "page.html").is_file()
+    assert list(victim.iterdir()) == []

@@ -22,14 +22,13 @@ failure leaves the old pages as they were.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...engine.host.feedback_page import render_feedback
-from ...engine.host.files import read_at_most
+from ...engine.host.files import move_into, read_at_most
 from ...engine.host.gradebook import open_gradebook
 from ...engine.host.graded_record import RecordMissing, restore
 from ...engine.host.hand_grades import apply_hand_grades, read_hand_grades
@@ -132,23 +131,6 @@ def _stage(course: Path, staging: Path, key: tuple[str, str], page: str) -> bool
     return "submission_secret.txt" in found
 
 
-def _replace(staging: Path, feedback: Path) -> None:
-    """Each staged ``<student>/<a>/`` folder in place of the old one, whole."""
-    for student in sorted(staging.iterdir()):
-        for folder in sorted(student.iterdir()):
-            target = feedback / student.name / folder.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            old = None
-            if target.exists() or target.is_symlink():
-                old = target.with_name(f".{folder.name}.old-{os.getpid()}")
-                os.replace(target, old)
-            os.replace(folder, target)
-            if old is not None and old.is_dir() and not old.is_symlink():
-                shutil.rmtree(old, ignore_errors=True)
-            elif old is not None:
-                old.unlink()
-
-
 def _render(course: Path, keys: list[tuple[str, str]], written: Written) -> dict:
     """Every page, rendered before any is written; the gradebook only read."""
     from sqlalchemy.exc import SQLAlchemyError
@@ -193,7 +175,7 @@ def write_feedback(*, course: Path, assignment: str | None = None,
         for key, page in pages.items():
             if not _stage(course, staging, key, page):
                 written.unreleasable.append("/".join(key))
-        _replace(staging, feedback)
+        move_into(staging, feedback, depth=2)  # each <student>/<a>/ replaced whole
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     written.pages = [feedback / s / a / f"{a}.html" for s, a in pages]

@@ -27,6 +27,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from ...engine.host.files import move_into
 from ...engine.host.gradebook import GradebookWriter
 from ...engine.host.manifest import load
 from ...engine.host.pool import Submission
@@ -120,21 +121,6 @@ def _feedback_path(graded) -> Path:
     return Path("feedback") / graded.task.student / a / f"{a}.html"
 
 
-def _move_into(src: Path, dest: Path, depth: int) -> None:
-    """Move ``src``'s tree into ``dest``, replacing each ``depth``-level folder whole."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for item in sorted(src.iterdir()):
-        target = dest / item.name
-        if item.is_dir() and depth > 1:
-            _move_into(item, target, depth - 1)
-            continue
-        if target.is_dir():
-            shutil.rmtree(target)
-        elif target.exists():
-            target.unlink()
-        shutil.move(str(item), str(target))
-
-
 def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: int | None = None,
           settings: GradeSettings = DEFAULTS, salt_file: Path | None = None,
           progress: Progress | None = None,
@@ -186,8 +172,8 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
                 raise
             writer.close()
             if (staging / "autograded").is_dir():
-                _move_into(staging / "autograded", course / "autograded", depth=2)
-            _move_into(staging / "out", out, depth=3)
+                move_into(staging / "autograded", course / "autograded", depth=2)
+            move_into(staging / "out", out, depth=3)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return results
