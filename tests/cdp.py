@@ -10,10 +10,13 @@ needs it too).
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import re
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import websocket
@@ -24,17 +27,26 @@ __all__ = ["Browser"]
 class Browser:
     """One headless Chromium with one page, driven through DevTools."""
 
-    def __init__(self, executable: str, profile: Path) -> None:
+    def __init__(self, executable: str, profile: Path, *, loopback: bool = False,
+                 window: str | None = None) -> None:
+        """``loopback``: 127.0.0.1 resolves (a local server's pages); every other name
+        never does. ``window``: the window size, ``"W,H"``."""
+        hosts = "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1" if loopback else "MAP * ~NOTFOUND"
         self.process = subprocess.Popen(
             [executable, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={profile}",
+             f"--host-resolver-rules={hosts}", f"--user-data-dir={profile}",
+             *([f"--window-size={window}"] if window else []),
              "--remote-debugging-port=0", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self._ids = itertools.count(1)
         try:
             self.socket = websocket.create_connection(self._page_url(), timeout=60,
                                                       suppress_origin=True)
+            # what Chromium logs later is read and dropped: a full pipe would stall it
+            self._drain = threading.Thread(target=collections.deque,
+                                           args=(self.process.stderr, 0), daemon=True)
+            self._drain.start()
             self.call("Page.enable")
         except BaseException:
             self.close()
@@ -74,16 +86,37 @@ class Browser:
         self.call("Page.navigate", url=url)
         self._wait_for("Page.loadEventFired")
 
-    def evaluate(self, expression: str):
-        """The JSON value of ``expression`` in the page."""
-        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+    def navigate(self, url: str) -> None:
+        """Start loading ``url`` (a single-page app: wait with :meth:`until`)."""
+        self.call("Page.navigate", url=url)
+
+    def evaluate(self, expression: str, *, strict: bool = True):
+        """The JSON value of ``expression`` in the page (awaited when it is a promise); an
+        exception raises, or gives None when not ``strict``."""
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True,
+                           awaitPromise=True)
         if "exceptionDetails" in result:
+            if not strict:
+                return None
             raise RuntimeError(str(result["exceptionDetails"])[:2000])
         return result["result"].get("value")
+
+    def until(self, expression: str, seconds: float, what: str):
+        """The first truthy value of ``expression`` within ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            value = self.evaluate(expression, strict=False)
+            if value:
+                return value
+            time.sleep(0.3)
+        shown = str(self.evaluate("document.body.innerText", strict=False))[-3000:]
+        raise AssertionError(f"{what} not seen in {seconds:g} s; the page ends with:\n{shown}")
 
     def close(self) -> None:
         if getattr(self, "socket", None) is not None:
             self.socket.close()
         self.process.kill()
         self.process.wait(timeout=30)
+        if getattr(self, "_drain", None) is not None:
+            self._drain.join(timeout=30)
         self.process.stderr.close()

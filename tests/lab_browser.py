@@ -9,16 +9,13 @@ settings from ``jupyter-config/`` as an installed wheel puts them in ``etc/jupyt
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
-import websocket
 from browser_helpers import BROWSER, _free_port, wait_for_server
+from cdp import Browser
 from pipeline_helpers import ROOT
 
 #: What an installed wheel puts in ``<prefix>/etc/jupyter`` (an editable install does not).
@@ -63,63 +60,6 @@ class Lab:
         self.log.close()
 
 
-class Page:
-    """One headless Chromium with one tab (loopback only), evaluated over DevTools."""
-
-    def __init__(self, profile: Path) -> None:
-        self.port = _free_port()
-        self.proc = subprocess.Popen(
-            [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-             f"--remote-debugging-port={self.port}", "--remote-allow-origins=*",
-             f"--user-data-dir={profile}", "--window-size=1400,1000", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.ws, self.serial = self._connect(), 0
-
-    def _connect(self, seconds: float = 60.0) -> websocket.WebSocket:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json", timeout=2) as r:
-                    pages = [t for t in json.load(r) if t.get("type") == "page"]
-                if pages:
-                    return websocket.create_connection(pages[0]["webSocketDebuggerUrl"],
-                                                       timeout=60)
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError("chromium's DevTools did not answer")
-
-    def send(self, method: str, **params) -> dict:
-        self.serial += 1
-        self.ws.send(json.dumps({"id": self.serial, "method": method, "params": params}))
-        while True:
-            answer = json.loads(self.ws.recv())
-            if answer.get("id") == self.serial:
-                return answer
-
-    def open(self, url: str) -> None:
-        self.send("Page.navigate", url=url)
-
-    def js(self, expression: str):
-        """The value of ``expression`` (awaited when it is a promise)."""
-        answer = self.send("Runtime.evaluate", expression=expression, returnByValue=True,
-                           awaitPromise=True)
-        return answer.get("result", {}).get("result", {}).get("value")
-
-    def until(self, expression: str, seconds: float, what: str):
-        """The first truthy value of ``expression`` within ``seconds``."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            value = self.js(expression)
-            if value:
-                return value
-            time.sleep(0.3)
-        shown = str(self.js("document.body.innerText"))[-3000:]
-        raise AssertionError(f"{what} not seen in {seconds:g} s; the page ends with:\n{shown}")
-
-    def close(self) -> None:
-        self.ws.close()
-        self.proc.kill()
-        self.proc.wait()
+def lab_page(profile: Path) -> Browser:
+    """Headless Chromium for a JupyterLab on the loopback address, in a wide window."""
+    return Browser(BROWSER, profile, loopback=True, window="1400,1000")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 from browser_helpers import BROWSER
-from lab_browser import Lab, Page
+from lab_browser import Lab, lab_page
 from pipeline_helpers import ROOT
 
 from autograder.authoring import cells as nbs
@@ -52,7 +52,7 @@ def lab(tmp_path_factory):
     paths = {"wrong": _write(root / "wrong", next(v for v in mistakes(A) if v.name == "global_max")),
              "right": _write(root / "right", alternatives(A)[0])}
     server = Lab(root, home)
-    page = Page(home / "chromium")
+    page = lab_page(home / "chromium")
     try:
         server.wait()
         yield server, page, paths
@@ -65,11 +65,11 @@ def _check_in_page(lab, which: str) -> tuple[str, str]:
     server, page, paths = lab
     path = paths[which]
     # a workspace per notebook: the other notebook is not restored beside it
-    page.open(server.url(f"/lab/workspaces/{which}/tree/{path}"))
+    page.navigate(server.url(f"/lab/workspaces/{which}/tree/{path}"))
     page.until(_READY.format(path=path), 180, "the notebook with an idle kernel")
-    page.js(_RUN_LAST.format(path=path))
+    page.evaluate(_RUN_LAST.format(path=path), strict=False)
     report = page.until(_TOTAL.format(path=path), 240, "the check cell's total")
-    return report, page.js(_TOOLBAR) or ""
+    return report, page.evaluate(_TOOLBAR, strict=False) or ""
 
 
 def test_global_max_softmax_shows_lost_points(lab):
