@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ...engine.host.files import find_notebooks
 from ...settings import MAX_NOTEBOOK_BYTES, SELF_CHECK_ID
 
 __all__ = ["check_here", "find_notebook", "unsaved", "SKIPPED"]
@@ -52,7 +53,7 @@ def find_notebook(assignment: str, *, env: Mapping[str, str], cwd: Path) -> Path
         return (cwd / named).resolve()
     if (cwd / f"{assignment}.ipynb").is_file():
         return (cwd / f"{assignment}.ipynb").resolve()
-    found = [p for p in sorted(cwd.glob("*.ipynb")) if _has_check_cell(p)]
+    found = [p for p in find_notebooks(cwd) if _has_check_cell(p)]
     return found[0].resolve() if len(found) == 1 else None
 
 
