@@ -89,8 +89,9 @@ def register(key: str, label: str, explain: str) -> Misconception:
 def named_in(message: str) -> list[Misconception]:
     """The registered misconceptions a failure message names (each once, in the order the
     message names them): a description always carries its label in 【】."""
-    found = [(message.find(f"【{m.label}】"), m) for m in CATALOG.values()]
-    return [m for at, m in sorted((f for f in found if f[0] >= 0), key=lambda f: f[0])]
+    found = sorted((at, m.key) for m in CATALOG.values()
+                   if (at := message.find(f"【{m.label}】")) >= 0)
+    return [CATALOG[key] for _at, key in found]
 
 
 def naive_softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
