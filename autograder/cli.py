@@ -130,10 +130,14 @@ def _verbose(verbose: bool) -> None:
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("grades"),
               show_default=True, help="Folder for scores.csv, scores.json, feedback/ and the log.")
 @click.option("--verbose", "-v", is_flag=True, help="Log every step to stderr.")
+@click.option("--unprotected", is_flag=True,
+              help="Grade even where student code would run as your own user (no user "
+                   "namespaces, not root); every output is then marked unprotected. "
+                   "Default: refuse (c.Autograder.allow_unprotected).")
 @cli_report.due_option("For the class report (OUT/report.html): ")
 def grade_cmd(submissions: Path, assignment: str | None, jobs: int | None, timeout: float,
               cell_timeout: float, memory: int, salt_file: Path | None, out: Path,
-              verbose: bool, due: dict) -> None:
+              verbose: bool, unprotected: bool, due: dict) -> None:
     """Grade SUBMISSIONS (nbgrader's submitted/<student>/<assignment>/<assignment>.ipynb,
     or a Canvas/Moodle "download submissions" zip or folder: rows then carry the LMS's ids).
 
@@ -147,14 +151,16 @@ def grade_cmd(submissions: Path, assignment: str | None, jobs: int | None, timeo
 
     _verbose(verbose)
     console = show.console()
-    settings = replace(DEFAULTS, timeout=timeout, cell_timeout=cell_timeout, memory_mb=memory)
+    settings = replace(DEFAULTS, timeout=timeout, cell_timeout=cell_timeout, memory_mb=memory,
+                       allow_unprotected=unprotected or DEFAULTS.allow_unprotected)
     started = time.monotonic()
     # opened before the bar: bad input is one line, and a download is unpacked once
     with intake.opened(submissions=submissions, assignment=assignment) as batch, \
             show.bar(console) as bar:
         task = bar.add_task("starting the sandbox", total=batch.size)
         results = batch.grade(out=out, jobs=jobs, settings=settings, salt_file=salt_file,
-                              progress=show.progress(bar, task, "graded"))
+                              progress=show.progress(bar, task, "graded"),
+                              on_protection=lambda v: show.protection(console, v))
     seconds = time.monotonic() - started
     show.summary(console, results, f"{len(results)} submission(s) graded in {seconds:.1f} s")
     cli_report.after_grade(console=console, out=out, due=due, submissions=submissions)

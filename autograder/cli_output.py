@@ -9,7 +9,7 @@ import sys
 
 from .settings import RowStatus
 
-__all__ = ["console", "bar", "progress", "spinner", "summary", "per_question"]
+__all__ = ["console", "bar", "progress", "spinner", "summary", "per_question", "protection"]
 
 
 def console():
@@ -34,6 +34,16 @@ def progress(bar, task, verb: str):
                    description=f"{verb} {what}" if what else "grading")
 
     return progress
+
+
+def protection(console, verdict) -> None:
+    """The protection grading gets, in one line; a warning when there is none."""
+    console.print(verdict.line(), markup=False, soft_wrap=True)
+    if verdict.marker.startswith("none"):
+        console.print("warning: grading UNPROTECTED (--unprotected): student code runs as "
+                      "your own user and can read the course, its salt and other students' "
+                      "work; every output is marked unprotected", style="bold red",
+                      markup=False, soft_wrap=True)
 
 
 def spinner(console):

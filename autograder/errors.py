@@ -34,11 +34,9 @@ class SandboxUnavailable(CourseError):
 
 
 class Unprotected(SandboxUnavailable):
-    """Student code would run as the grader's own user, and the settings forbid it
-    (``allow_unprotected=False``); no child was started."""
+    """Student code would run unprotected here (or as root), and the settings forbid it;
+    decided before any child started (:mod:`autograder.engine.host.protection`)."""
 
     def __init__(self, reason: str) -> None:
-        CourseError.__init__(self, f"refusing to grade: student code would run unprotected "
-                                   f"here ({reason}); run the grader as root or where Linux "
-                                   "namespaces are allowed")
+        CourseError.__init__(self, f"refusing to grade: {reason}")
         self.reason = reason

@@ -17,7 +17,7 @@ __all__ = ["ASSIGNMENTS", "check_assignment", "PACKAGE_DIR", "GradeSettings", "D
            "PRACTICE_SALT", "SALT_FILE", "EXTENSION_MODES", "DEFAULT_EXTENSIONS", "STUDENT_USER",
            "STUDENT_UID", "STUDENT_SLOTS", "MAX_NOTEBOOK_BYTES", "MAX_DATA_FILES",
            "MAX_DATA_BYTES", "BUILD_TIMEOUT", "VISIBILITIES", "DEFAULT_VISIBILITY",
-           "EXPORT_FORMATS", "Word", "Status", "RowStatus"]
+           "EXPORT_FORMATS", "Word", "Status", "RowStatus", "course_setting"]
 
 #: The five assignments, in the lecture's order (``autograder.bank`` holds their checks).
 ASSIGNMENTS: tuple[str, ...] = ("q1_value_scaling", "q2_dk_growth", "q3_permutation",
@@ -86,8 +86,10 @@ class GradeSettings:
     accepts no larger answer from the child; the rest is replaced by a notice). The
     answer keys' outputs, figures included, are a small fraction of it;
     ``allow_unprotected``: grade even where student code would run as the grader's own
-    user (no namespaces, and not root, so no separate user either); the Gradescope
-    bundle refuses to grade there instead; ``cgroups``:
+    user (no namespaces, and not root, so no separate user either); off by default, so
+    grading refuses there (``autograder grade --unprotected`` or
+    ``c.Autograder.allow_unprotected = True`` turn it on; never as root:
+    :mod:`autograder.engine.host.protection`); ``cgroups``:
     a memory cgroup per child where the machine allows, so shared memory and the child's
     tmpfs count towards ``memory_mb`` (off, or where none is allowed: the child refuses
     shared memory instead; see :mod:`autograder.engine.host.memcg`)."""
@@ -98,11 +100,28 @@ class GradeSettings:
     salt: str = PRACTICE_SALT
     isolate: bool = True
     output_mb: int = 16
-    allow_unprotected: bool = True
+    allow_unprotected: bool = False
     cgroups: bool = True
 
 
 DEFAULTS = GradeSettings()
+
+
+def course_setting(root: Path, name: str, default: object) -> object:
+    """``c.Autograder.<name>`` from the course's ``nbgrader_config.py`` (``default``
+    where it has none, or no such file); a file that does not load is a
+    :class:`CourseError`."""
+    config = Path(root) / "nbgrader_config.py"
+    if not config.is_file():
+        return default
+    from traitlets.config.loader import PyFileConfigLoader
+
+    try:
+        loaded = PyFileConfigLoader(config.name, path=str(config.parent)).load_config()
+    except Exception as err:  # the instructor's own Python: report, never guess
+        raise CourseError(f"{config} does not load ({type(err).__name__}: {err}); fix it "
+                          "and run the command again") from None
+    return loaded.get("Autograder", {}).get(name, default)
 
 
 class Word(str, Enum):

@@ -68,7 +68,7 @@ PLAN = {
 SETTINGS = GradeSettings(salt="test-report")
 
 
-def grade_tasks(tasks, settings, *, jobs, progress=None, started=None):
+def grade_tasks(tasks, settings, *, jobs, progress=None, started=None, verdict=None):
     """The engine's stand-in: each task's ready-made record, handed on as it "arrives"."""
     if started:
         started()

@@ -25,7 +25,7 @@ from nbformat import NotebookNode
 
 from ..engine.host.hidden import HIDDEN_BEGIN, HIDDEN_END, strip_region
 from ..errors import CourseError
-from ..settings import DEFAULT_EXTENSIONS, EXTENSION_MODES, SELF_CHECK_ID
+from ..settings import DEFAULT_EXTENSIONS, EXTENSION_MODES, SELF_CHECK_ID, course_setting
 from .cells import grade_id
 
 __all__ = ["CORE", "Extension", "part_of", "sections", "check_mode", "configured_mode",
@@ -67,18 +67,7 @@ def check_mode(mode: str) -> str:
 def configured_mode(root: Path) -> str:
     """The mode the course's ``nbgrader_config.py`` sets (``c.Autograder.extensions``),
     else :data:`DEFAULT_EXTENSIONS`."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    config = root / "nbgrader_config.py"
-    if not config.is_file():
-        return DEFAULT_EXTENSIONS
-    try:
-        loaded = PyFileConfigLoader(config.name, path=str(root)).load_config()
-    except Exception as err:  # the instructor's own Python: report, never guess
-        raise CourseError(f"{config} does not load ({type(err).__name__}: {err}); fix it "
-                          "and run the command again") from None
-    section = loaded.get("Autograder", {})
-    return check_mode(str(section.get("extensions", DEFAULT_EXTENSIONS)))
+    return check_mode(str(course_setting(root, "extensions", DEFAULT_EXTENSIONS)))
 
 
 def sections(nb: NotebookNode, where: str) -> list[Extension]:

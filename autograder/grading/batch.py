@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from ..engine.host.manifest import load
 from ..engine.host.pool import Submission, grade_tasks
+from ..engine.host.protection import Verdict, decide
 from ..engine.host.stop import TIMEOUT, printable
 from ..settings import ASSIGNMENTS, GradeSettings, RowStatus, Status
 from .guard import Guard, Key, Remark
@@ -66,6 +67,9 @@ class Result:
     timestamp: str | None = None
     #: The notebook, or one of its cells, ran out of time (a note says which).
     timed_out: bool = False
+    #: What walled the student's code off (``protection.Verdict.marker``: ``namespaces``,
+    #: ``separate-user`` or ``none (unprotected)``); empty where no code ran.
+    protection: str = ""
 
     @property
     def failed_practice(self) -> set[str]:
@@ -166,12 +170,17 @@ def grade_submissions(subs: list[Submission], *, settings: GradeSettings, jobs: 
                       started: Callable[[], None] | None = None,
                       on_graded: Callable[[object], None] | None = None,
                       remarks: dict[Key, Remark] | None = None,
-                      guard: Guard | None = None) -> tuple[list[Result], list]:
+                      guard: Guard | None = None,
+                      verdict: Verdict | None = None) -> tuple[list[Result], list]:
     """Grade ``subs``; returns the table rows and the engine's records (same order).
     ``started`` runs once the grading workers exist (see :func:`.engine.pool.grade_tasks`);
     ``on_graded`` gets each engine record as soon as it is done; ``remarks`` come from
     the intake; ``guard`` keeps what failed per submission (the caller may add more
-    and mark the rows again)."""
+    and mark the rows again); ``verdict``: the protection decided up front
+    (:mod:`autograder.engine.host.protection`), decided here when not given: where it
+    refuses, :class:`~autograder.errors.Unprotected` is raised before anything runs."""
+    verdict = verdict or decide(isolate=settings.isolate)
+    verdict.require(settings.allow_unprotected)
     remarks, guard = remarks or {}, guard or Guard()
     manifests, results, tasks, where = {}, [None] * len(subs), [], []
     for i, sub in enumerate(subs):
@@ -200,13 +209,15 @@ def grade_submissions(subs: list[Submission], *, settings: GradeSettings, jobs: 
 
     if progress:
         progress(done[0], len(subs), "")
-    records = grade_tasks(tasks, settings, jobs=jobs, progress=tick, started=started)
+    records = grade_tasks(tasks, settings, jobs=jobs, progress=tick, started=started,
+                          verdict=verdict)
     engine_records: list = [None] * len(subs)
     for i, graded in zip(where, records):
         sub, key = subs[i], (subs[i].student, subs[i].assignment)
         manifest = manifests[sub.assignment]
         row = guard.run(key, "row", _result, sub, manifest, graded) or _skeleton(sub, manifest)
         row.review = [printable(r, 300) for r in graded.review[:20]]
+        row.protection = verdict.marker
         results[i] = _with_remark(row, remarks.get(key))
         engine_records[i] = graded
     guard.mark(results, RowStatus.GRADER_ERROR)

@@ -34,6 +34,7 @@ REPORT = "report.html"
 MAX_LISTED, MAX_NAMES = 200, 50
 
 _CSS = """
+.unprotected { background: #fde2e2; padding: .5em; }
 body{font-family:system-ui,"Noto Sans CJK SC","Noto Sans SC","PingFang SC","Microsoft YaHei",
 sans-serif;max-width:72em;margin:1em auto;padding:0 1em;line-height:1.5;color:#1f2328}
 h1{font-size:1.6em;margin-bottom:.2em} .sub{color:#57606a;margin-top:0}
@@ -182,6 +183,19 @@ def _concerns(c: Concerns, due: dict[str, Due], link: _Links) -> str:
         "</section>"])
 
 
+def _protection(rows: list[Row]) -> str:
+    """The banner: how the class's code was walled off (a warning when it was not)."""
+    levels = sorted({r.protection for r in rows if r.protection})
+    if not levels:
+        return ""
+    unprotected = any(level.startswith("none") for level in levels)
+    warn = ("：学生代码以评分者本人的身份运行，可读取课程文件与其他学生的作业 / "
+            "unprotected: student code ran as the grader's own user") if unprotected else ""
+    kind = "protection unprotected" if unprotected else "protection"
+    return (f'<p class="{kind}">评分保护（protection）：'
+            f"{_e(', '.join(levels))}{_e(warn)}</p>\n")
+
+
 def _page(rows: list[Row], stats: list[AssignmentStats], c: Concerns, due: dict[str, Due],
           link: _Links, results: Path) -> str:
     when = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
@@ -192,7 +206,7 @@ def _page(rows: list[Row], stats: list[AssignmentStats], c: Concerns, due: dict[
         f"<title>班级报告</title><style>{_CSS}</style></head><body>\n"
         f"<h1>班级报告：{len(rows)} 份提交</h1>\n"
         f'<p class="sub">{_e(results)} · {_e(when)}</p>\n'
-        f"{body}\n{_concerns(c, due, link)}\n</body></html>\n")
+        f"{_protection(rows)}{body}\n{_concerns(c, due, link)}\n</body></html>\n")
 
 
 #: Every address the page holds: an attribute that loads or links (the style sheet is

@@ -57,6 +57,7 @@ class Row:
     feedback: str | None  # relative to RESULTS, checked to be a plain path below it
     timestamp: datetime | None  # naive UTC
     timed_out: bool
+    protection: str = ""  # what walled its code off (``none (unprotected)``: nothing)
 
     @property
     def graded(self) -> bool:
@@ -183,7 +184,8 @@ def _row(data) -> Row:
         review=tuple(_text(r, "review", 300) for r in review[:20]),
         feedback=_feedback(data.get("feedback")),
         timestamp=_timestamp(data.get("timestamp")),
-        timed_out=data.get("timed_out") is True)
+        timed_out=data.get("timed_out") is True,
+        protection=_text(data.get("protection", ""), "protection", 40))
 
 
 def _reject_constant(name: str):

@@ -52,7 +52,8 @@ def write_outputs(results: list[Result], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     cols = _columns(results)
     fixed = ["student", "assignment", "status", "auto_score", "auto_max", "core_score",
-             "core_max", "extension_score", "extension_max", "reason", "review", "misconceptions"]
+             "core_max", "extension_score", "extension_max", "reason", "review", "misconceptions",
+             "protection"]
     with open(out / "scores.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(fixed + [name for name, _a, _c in cols])
@@ -61,7 +62,7 @@ def write_outputs(results: list[Result], out: Path) -> None:
                    float(r.auto_score), float(r.auto_max),
                    *map(float, r.part_total(False)), *map(float, r.part_total(True)),
                    printable(r.reason, 10_000), printable("; ".join(r.review), 10_000),
-                   printable(_named(r), 10_000)]
+                   printable(_named(r), 10_000), r.protection]
             for _name, a, cell in cols:
                 value = r.cells.get(cell) if a == r.assignment else None
                 row.append("" if value is None else float(value))

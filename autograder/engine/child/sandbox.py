@@ -158,7 +158,13 @@ def enter_view(root: Path, hidden: list[Path]) -> View:
         if mapper is not None:  # else every child inherits its pipes, and it lingers
             mapper.cancel()
         return View(False, f"{MISSING_WITHOUT_NAMESPACES} (namespaces refused: {err})")
-    tmp = _build_root(root, hidden)
+    try:
+        tmp = _build_root(root, hidden)
+    except OSError as err:  # a partial sandbox (AppArmor-style): namespaces, but no mount
+        if mapper is not None:
+            mapper.cancel()
+        return View(False, f"{MISSING_WITHOUT_NAMESPACES} (namespaces allowed but mounts "
+                           f"refused: {err})")
     if uid == 0:
         _unshare(CLONE_NEWUSER)
         mapper.map_to_nobody()

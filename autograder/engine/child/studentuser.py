@@ -33,7 +33,7 @@ from pathlib import Path
 from ...settings import STUDENT_SLOTS, STUDENT_UID, STUDENT_USER
 
 __all__ = ["StudentUser", "Users", "become", "end_processes", "remove_owned", "readable_by",
-           "unreadable_python", "WORLD_WRITABLE"]
+           "unreadable_python", "really_root", "WORLD_WRITABLE"]
 
 #: Folders every user may write in; what a child's uid leaves there is removed.
 WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
@@ -262,3 +262,15 @@ def unreadable_python(user: StudentUser) -> list[str]:
     paths = sysconfig.get_paths()
     folders = dict.fromkeys(paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib"))
     return [f for f in folders if Path(f).is_dir() and not readable_by(Path(f), user)]
+
+
+def really_root() -> bool:
+    """Whether this process is uid 0 of the machine's (or its container's) own ids, not
+    of a user namespace that maps uid 0 to an ordinary user outside."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        lines = Path("/proc/self/uid_map").read_text().split("\n")
+    except OSError:
+        return True
+    return any(line.split()[:2] == ["0", "0"] for line in lines if line.strip())

@@ -134,6 +134,8 @@ def _serve_links(links: list[socket.socket], ready: bytes, view: sandbox.View, b
                 pid = 0
                 if users is not None and user is None:
                     _log("every student uid is in use: a child is refused")
+                elif users is None and not view.isolated and studentuser.really_root():
+                    _log("a child would run as root: refused")  # never, whatever asked
                 else:
                     pid = os.fork()
                     if pid == 0:

@@ -255,6 +255,9 @@ def render_feedback(job) -> str:
             body += _code(shown(cell.source)) + "".join(
                 _output(o) for o in cell.get("outputs", []) if id(o) not in job.verdicts)
         parts.append(f'<div class="cell"{anchor}>{body}</div>')
+    if job.protection:  # the grader's own word, never the student's
+        parts.append(f'<p class="sub protection">评分保护（protection）：'
+                     f'{html.escape(job.protection)}</p>')
     return ("<!DOCTYPE html>\n<html lang=\"zh-CN\"><head><meta charset=\"utf-8\">"
             f"{VIEWPORT}"
             f"<title>{html.escape(job.assignment)} 反馈 — {html.escape(job.student)}</title>"

@@ -53,6 +53,7 @@ def stamp(job: Job) -> None:
         "cells": {gid: _cell(r) for gid, r in {**job.cells, **job.practice}.items()},
         "unanswered": sorted(job.unanswered),
         "verdicts": verdicts,
+        "protection": job.protection,
     }
 
 
@@ -115,4 +116,5 @@ def restore(job: Job, nb: NotebookNode) -> Job:
     for result in job.cells.values():
         result.blank = result.manual and result.grade_id in job.unanswered
     job.verdicts = _verdicts(nb, record.get("verdicts"))
+    job.protection = _text(record.get("protection")) or ""
     return job

@@ -76,6 +76,7 @@ class Job:
     timestamp: str | None = None  # from timestamp.txt, ISO, UTC
     review: list[str] = field(default_factory=list)
     memory_peak: int | None = None  # bytes, where a cgroup measured it
+    protection: str = ""  # what walled the child off (protection.Verdict.marker)
     #: The verdict outputs the host added to the cells (by identity): pages show them as
     #: verdicts, never take an output the student's code produced for one.
     verdicts: set[int] = field(default_factory=set)

@@ -26,6 +26,7 @@ from pathlib import Path
 from ...errors import SandboxUnavailable, Unprotected
 from ...settings import GradeSettings
 from ..protocol.limits import Protection
+from .protection import UNPROTECTED, Verdict, decide
 
 __all__ = ["Submission", "Graded", "grade_tasks", "SandboxUnavailable", "Unprotected", "WATCHDOG_SLACK"]
 
@@ -66,7 +67,8 @@ class Graded:
     memory_peak: int | None = None  # the child's peak bytes, where a cgroup measured it
 
 
-def _grade_one(task: Submission, settings: GradeSettings, zygote, memory=None) -> Graded:
+def _grade_one(task: Submission, settings: GradeSettings, zygote, memory=None,
+               protection: str = "") -> Graded:
     import nbformat
 
     from .feedback_page import render_feedback
@@ -76,7 +78,7 @@ def _grade_one(task: Submission, settings: GradeSettings, zygote, memory=None) -
     from .pipeline import run
 
     job = run(Job(task.student, task.assignment, task.folder, load(task.assignment), settings,
-                  zygote=zygote, memory=memory))
+                  zygote=zygote, memory=memory, protection=protection))
     graded = Graded(task, list(job.cells.values()), job.notes, job.stopped,
                     seconds=job.seconds, files=sorted(job.files),
                     unanswered=sorted(job.unanswered), practice=list(job.practice.values()),
@@ -88,9 +90,11 @@ def _grade_one(task: Submission, settings: GradeSettings, zygote, memory=None) -
     return graded
 
 
-def _worker(conn: Connection, settings: GradeSettings, level: int, zygote, memory) -> None:
+def _worker(conn: Connection, settings: GradeSettings, level: int, zygote, memory,
+            expected: Protection) -> None:
     """A worker's life: wait for the zygote (through its own link to it), then tasks
-    until the parent closes the pipe."""
+    until the parent closes the pipe. A zygote whose children would get another
+    protection than the one decided up front (``expected``) runs none of them."""
     logging.getLogger("autograder").setLevel(level)
     from .zygote_link import ZygoteError
 
@@ -99,11 +103,13 @@ def _worker(conn: Connection, settings: GradeSettings, level: int, zygote, memor
     except ZygoteError as err:
         conn.send(("dead", str(err)))
         return
-    if isolation.protection == Protection.NONE and not settings.allow_unprotected:
-        conn.send(("unprotected", isolation.missing))  # before any child runs
+    if isolation.protection != expected:
+        conn.send(("unprotected", f"the sandbox gave {isolation.protection} where "
+                   f"{expected} was expected ({isolation.missing})"))  # before any child runs
         zygote.close()
         return
     conn.send(("ready", (isolation.protection, isolation.missing)))
+    marker = UNPROTECTED if expected == Protection.NONE else str(expected)
     try:
         while True:
             try:
@@ -114,7 +120,7 @@ def _worker(conn: Connection, settings: GradeSettings, level: int, zygote, memor
                 return           # so closing the pipe alone would not end them)
             position, task = message
             try:
-                graded = _grade_one(task, settings, zygote, memory)
+                graded = _grade_one(task, settings, zygote, memory, marker)
             except Exception:  # a grader bug: reported, never the student's 0
                 graded = Graded(task, crashed=traceback.format_exc())
             conn.send(("done", (position, graded)))
@@ -123,13 +129,14 @@ def _worker(conn: Connection, settings: GradeSettings, level: int, zygote, memor
 
 
 class _Worker:
-    def __init__(self, ctx, settings: GradeSettings, zygote, memory) -> None:
+    def __init__(self, ctx, settings: GradeSettings, zygote, memory,
+                 expected: Protection) -> None:
         self.conn, theirs = ctx.Pipe()
         level = logging.getLogger("autograder").getEffectiveLevel()
         link = zygote.link(ahead=True)
-        self.memory = memory
-        self.proc = ctx.Process(target=_worker, args=(theirs, settings, level, link, memory),
-                                daemon=True)
+        self.memory, self.expected = memory, expected
+        self.proc = ctx.Process(target=_worker, args=(theirs, settings, level, link, memory,
+                                                      expected), daemon=True)
         self.proc.start()
         theirs.close()
         link.close()  # the worker's now
@@ -174,12 +181,17 @@ def _logging_handlers_flushed() -> None:
 
 def grade_tasks(tasks: Iterable[Submission], settings: GradeSettings, *, jobs: int,
                 progress: Callable[[Graded], None] | None = None,
-                started: Callable[[], None] | None = None) -> list[Graded]:
+                started: Callable[[], None] | None = None,
+                verdict: Verdict | None = None) -> list[Graded]:
     """Grade every task on ``jobs`` workers; results in the order of ``tasks``.
 
     ``started`` is called once the workers are forked: the caller may start threads then.
+    ``verdict``: the protection decided up front (:mod:`.protection`; decided here when
+    not given); where it refuses, :class:`Unprotected` is raised before any child runs.
     """
     tasks = list(tasks)
+    verdict = verdict or decide(isolate=settings.isolate)
+    verdict.require(settings.allow_unprotected)
     if not tasks:
         if started:
             started()
@@ -189,13 +201,13 @@ def grade_tasks(tasks: Iterable[Submission], settings: GradeSettings, *, jobs: i
 
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     # one warm zygote for all workers: it starts while they are prepared and forked
-    zygote = Zygote(isolate=settings.isolate)
+    zygote = Zygote(isolate=verdict.level == Protection.NAMESPACES)
     memory = memcg.plan(cgroups=settings.cgroups)
     (log.warning if memory.mechanism == "none" else log.info)("%s", memory.describe())
     try:
         _preload({t.assignment for t in tasks})
         _logging_handlers_flushed()
-        workers = [_Worker(ctx, settings, zygote, memory)
+        workers = [_Worker(ctx, settings, zygote, memory, verdict.level)
                    for _ in range(max(1, min(jobs, len(tasks))))]
         if started:
             started()
@@ -284,11 +296,11 @@ def _collect(workers: list[_Worker], ctx, settings: GradeSettings, zygote,
                 w.finished()
             else:
                 finished += _lost(w, f"grading worker died: {payload}", pending)
-                workers[i] = _Worker(ctx, settings, zygote, w.memory)
+                workers[i] = _Worker(ctx, settings, zygote, w.memory, w.expected)
         elif w.task is not None and time.monotonic() - w.since > limit:
             w.proc.kill()
             finished += _lost(w, f"grading worker stuck for more than {limit:g} s", pending)
-            workers[i] = _Worker(ctx, settings, zygote, w.memory)
+            workers[i] = _Worker(ctx, settings, zygote, w.memory, w.expected)
     return finished
 
 

@@ -24,6 +24,7 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from ...engine.host.files import move_into
 from ...engine.host.gradebook import GradebookWriter
 from ...engine.host.manifest import load
 from ...engine.host.pool import Submission
+from ...engine.host.protection import Verdict, decide
 from ...errors import CourseError
 from ...grading.batch import Progress, Result, grade_submissions
 from ...grading.guard import Guard, Key, Remark
@@ -43,6 +45,7 @@ from ...settings import (
     GradeSettings,
     RowStatus,
     check_assignment,
+    course_setting,
 )
 
 __all__ = ["find_submissions", "course_root", "default_jobs", "grade"]
@@ -59,6 +62,9 @@ def find_submissions(submissions: Path, assignment: str | None = None) -> list[S
                           "or a Canvas/Moodle download (.zip)")
     if (submissions / "submitted").is_dir():
         submissions = submissions / "submitted"
+    elif any((submissions / name).exists() for name in COURSE_MARKS):
+        raise CourseError(f"{submissions} is a course folder without submitted/: give the "
+                          "folder of the submissions (nbgrader collect puts them in submitted/)")
     if assignment is not None:
         check_assignment(assignment)
     found = []
@@ -70,11 +76,31 @@ def find_submissions(submissions: Path, assignment: str | None = None) -> list[S
                 continue
             if assignment is None or folder.name == assignment:
                 found.append(Submission(student.name, folder.name, folder))
+    if not any(s.assignment in ASSIGNMENTS for s in found):  # not a submissions folder
+        found = []
     if not found:
         which = f" for {assignment}" if assignment else ""
         raise CourseError(f"no submissions{which} in {submissions}: expected "
                           "<student>/<assignment>/<assignment>.ipynb folders")
     return found
+
+
+#: What only a course folder holds (never a student's name in ``submitted/``).
+COURSE_MARKS = ("nbgrader_config.py", "gradebook.db", "release", "source")
+
+
+def _protection(settings: GradeSettings, course: Path, out: Path, submissions: Path,
+                said: Callable[[Verdict], None] | None) -> tuple[GradeSettings, Verdict]:
+    """The protection decided once, before anything is written (refused: one line;
+    else ``said`` hears it);
+    ``c.Autograder.allow_unprotected`` in the course's config counts as ``--unprotected``."""
+    verdict = decide(isolate=settings.isolate, private=[course, out, Path(submissions)])
+    if not settings.allow_unprotected and course_setting(course, "allow_unprotected", False):
+        settings = replace(settings, allow_unprotected=True)
+    verdict.require(settings.allow_unprotected)
+    if said:
+        said(verdict)
+    return settings, verdict
 
 
 def course_root(submissions: Path, out: Path) -> Path:
@@ -124,10 +150,12 @@ def _feedback_path(graded) -> Path:
 def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: int | None = None,
           settings: GradeSettings = DEFAULTS, salt_file: Path | None = None,
           progress: Progress | None = None,
-          remarks: dict[Key, Remark] | None = None) -> list[Result]:
+          remarks: dict[Key, Remark] | None = None,
+          on_protection: Callable[[Verdict], None] | None = None) -> list[Result]:
     """Grade every submission under ``submissions`` (nbgrader's layout); see the module
     docstring for the outputs. ``remarks`` are what an intake says about submissions
-    (:mod:`autograder.integrations.lms.intake`).
+    (:mod:`autograder.integrations.lms.intake`). ``on_protection`` hears the protection
+    decided before grading (:mod:`autograder.engine.host.protection`).
 
     ``settings.salt`` is used as given when it is not the public practice salt;
     otherwise the course's secret salt is read (or created) by :mod:`autograder.grading.salt`.
@@ -135,6 +163,7 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
     subs = find_submissions(Path(submissions), assignment)
     out = Path(out).resolve()
     course = course_root(Path(submissions), out)
+    settings, verdict = _protection(settings, course, out, submissions, on_protection)
     if settings.salt == PRACTICE_SALT:
         settings = replace(settings, salt=load_salt(course=course, salt_file=salt_file))
     manifests = {a: load(a) for a in {s.assignment for s in subs} if a in ASSIGNMENTS}
@@ -159,7 +188,8 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
             try:
                 results, records = grade_submissions(
                     subs, settings=settings, jobs=jobs or default_jobs(), progress=progress,
-                    started=writer.start, on_graded=arrived, remarks=remarks, guard=guard)
+                    started=writer.start, on_graded=arrived, remarks=remarks, guard=guard,
+                    verdict=verdict)
                 for key, why in writer.drain().items():
                     guard.fail(key, "gradebook.db", why)
                 guard.mark(results, RowStatus.GRADER_ERROR)

@@ -1,0 +1,186 @@
+"""How well student code is walled off on this machine: decided once, before any child runs.
+
+Every entry point asks :func:`decide` once and reads the one :class:`Verdict` it returns
+(``autograder grade``, the Gradescope runner, ``autograder doctor``); the pool then starts
+its zygote for that level and refuses to grade if the zygote achieves another. Levels:
+
+- ``namespaces``: the zygote's view (:func:`..child.sandbox.enter_view`) can be entered
+  here; probed in a fork, which then exits, so the grader itself stays where it is.
+- ``separate-user``: no namespaces (or mounts refused inside them), but the grader is
+  root: each child runs as an unprivileged uid of its own. It holds only where that uid
+  can read the Python installation (else every import fails) and cannot reach the
+  grader's package (checks and reference: every copy on ``sys.path``) nor the folders
+  the caller names as ``private`` (the course, earlier results, the submissions).
+- ``none``: the child runs as the grader's own user and reads what it reads.
+
+A root grader never falls to ``none``: where the separate user cannot work, the verdict
+is ``blocked`` and names the one path to fix. ``none`` is refused unless the instructor
+accepts it (``--unprotected``, ``c.Autograder.allow_unprotected``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import Unprotected
+from ...settings import PACKAGE_DIR
+from ..child import sandbox, studentuser
+from ..protocol.limits import Protection
+
+__all__ = ["Verdict", "decide", "UNPROTECTED"]
+
+#: How every output marks a run graded at level ``none``.
+UNPROTECTED = "none (unprotected)"
+WAYS_OUT = ("grade as root or where user namespaces are allowed (see docs/security.md), or "
+            "accept it with --unprotected (c.Autograder.allow_unprotected = True); "
+            "`autograder doctor` shows what this machine allows")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``level``: what children get here; ``why``: how that was found, in words;
+    ``blocked``: a root grader whose children cannot run as a separate user, and the
+    path to fix (such a machine never grades, whatever the settings)."""
+
+    level: Protection
+    why: str
+    blocked: str = ""
+
+    @property
+    def marker(self) -> str:
+        """The level as outputs print it (``none`` is marked unprotected)."""
+        return UNPROTECTED if self.level == Protection.NONE else str(self.level)
+
+    def line(self) -> str:
+        """One console line."""
+        if self.blocked:
+            return f"protection: refused as root ({self.blocked})"
+        return f"protection: {self.marker} ({self.why})"
+
+    def refusal(self, allow_unprotected: bool) -> str:
+        """Why grading must not start here (empty: it may)."""
+        if self.blocked:
+            return (f"student code never runs as root, and as root without namespaces each "
+                    f"child needs a separate user, but {self.blocked}")
+        if self.level == Protection.NONE and not allow_unprotected:
+            return (f"protection here is none ({self.why}), so student code would run as "
+                    "your own user and could read the course, its salt and every other "
+                    f"student's work: {WAYS_OUT}")
+        return ""
+
+    def require(self, allow_unprotected: bool) -> None:
+        """Raise :class:`Unprotected` (one line, exit code 2) where grading must not start."""
+        refusal = self.refusal(allow_unprotected)
+        if refusal:
+            raise Unprotected(refusal)
+
+
+def decide(*, isolate: bool = True, private: Iterable[Path] = ()) -> Verdict:
+    """What grading would get here; ``isolate=False`` skips namespaces (a grader that
+    is itself one container per submission); ``private``: folders students must not
+    reach under a separate user."""
+    refused = _namespaces() if isolate else "namespaces turned off"
+    if not refused:
+        return Verdict(Protection.NAMESPACES, "Linux namespaces: the child sees only the "
+                       "system and Python, read-only, with no network")
+    if os.geteuid() != 0:
+        return Verdict(Protection.NONE, f"{refused}, and the grader is not root, so no "
+                       "separate user either")
+    users, why_not = studentuser.Users.find()
+    if users is None:
+        return Verdict(Protection.NONE, refused, blocked=f"{why_not}: run the grader with "
+                       "CAP_SETUID, CAP_SETGID and CAP_CHOWN, or where user namespaces are allowed")
+    blocked = _separate_user_blocked(users.candidates[0], private)
+    return Verdict(Protection.SEPARATE_USER, f"{refused}; each child runs as a separate "
+                   f"user ({users.describe()}) that cannot read the grader's package or the "
+                   "course", blocked=blocked)
+
+
+def _namespaces() -> str:
+    """Empty where the zygote's view can be entered here, else why not."""
+    root = Path(tempfile.mkdtemp(prefix="autograder-probe-"))
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the fork reports through the pipe
+            code = 1
+            try:
+                os.close(r)
+                view = sandbox.enter_view(root, [])
+                os.write(w, b"ok" if view.isolated else view.missing.encode()[:2000])
+                code = 0
+            except BaseException as err:  # noqa: BLE001 - whatever it is, it is the answer
+                os.write(w, f"the sandbox failed ({type(err).__name__}: {err})".encode()[:2000])
+            finally:
+                os._exit(code)
+        os.close(w)
+        with os.fdopen(r, "rb") as fh:
+            said = fh.read().decode("utf-8", "replace")
+        os.waitpid(pid, 0)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    if said == "ok":
+        return ""
+    said = said.removeprefix(sandbox.MISSING_WITHOUT_NAMESPACES).strip(" ()")
+    return said or "the namespace probe died"
+
+
+def _separate_user_blocked(user: studentuser.StudentUser, private: Iterable[Path]) -> str:
+    """Empty when ``user`` can read the Python installation and reach none of the
+    grader's copies and ``private`` folders; else what is wrong and the one fix."""
+    for folder in studentuser.unreadable_python(user):
+        stop = _stop(Path(folder), user, 0o5) or Path(folder)
+        return (f"uid {user.uid} cannot read the Python installation {folder} (stopped at "
+                f"{stop}, mode {stat.S_IMODE(stop.stat().st_mode):04o}): install the "
+                "grader's Python where every user may read it (e.g. a venv under /opt), or "
+                f"`chmod o+x {stop}`")
+    reachable = [p for p in [*grader_copies(), *map(_existing, private)]
+                 if _stop(p, user, 0o1 if p.is_dir() else 0o4) is None]
+    top = sorted({p for p in reachable if not any(q in p.parents for q in reachable)})
+    if top:
+        paths = " ".join(map(str, top))
+        return (f"uid {user.uid} could read {paths} (the checks and reference, the course, "
+                f"its results): close them with `chmod o-rwx {paths}` (the Gradescope "
+                "bundle's setup.sh closes its copy so)")
+    return ""
+
+
+def grader_copies() -> list[Path]:
+    """Every folder a child could import the grader's package from."""
+    found = [PACKAGE_DIR]
+    for entry in sys.path:
+        candidate = Path(entry or ".") / "autograder"
+        if (candidate / "bank").is_dir():
+            found.append(candidate.resolve())
+    return list(dict.fromkeys(found))
+
+
+def _existing(path: Path) -> Path:
+    """``path``, or the folder it will be created in (with the usual open mode)."""
+    path = Path(path).resolve()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _stop(path: Path, user: studentuser.StudentUser, final: int) -> Path | None:
+    """The first folder on the way to ``path`` (or ``path`` itself, needing ``final``)
+    whose mode bits stop ``user``; None when it gets through (ACLs aside)."""
+    path = Path(path).resolve()
+    for step in [*reversed(path.parents), path]:
+        try:
+            info = step.stat()
+        except OSError:
+            return step
+        shift = 6 if info.st_uid == user.uid else 3 if info.st_gid == user.gid else 0
+        need = final if step == path else 0o1
+        if (info.st_mode >> shift) & need != need:
+            return step
+    return None
