@@ -155,18 +155,45 @@ def grade_cmd(submissions: Path, assignment: str | None, jobs: int | None, timeo
                        allow_unprotected=unprotected or DEFAULTS.allow_unprotected)
     started = time.monotonic()
     # opened before the bar: bad input is one line, and a download is unpacked once
-    with intake.opened(submissions=submissions, assignment=assignment) as batch, \
-            show.bar(console) as bar:
+    with intake.opened(submissions=submissions, assignment=assignment) as batch:
+        bar = show.bar(console)
         task = bar.add_task("starting the sandbox", total=batch.size)
-        results = batch.grade(out=out, jobs=jobs, settings=settings, salt_file=salt_file,
-                              progress=show.progress(bar, task, "graded"),
-                              on_protection=lambda v: show.protection(console, v))
+
+        def said(verdict) -> None:  # a refusal is one line: the bar starts only after
+            show.protection(console, verdict)
+            bar.start()
+
+        try:
+            results = batch.grade(out=out, jobs=jobs, settings=settings, salt_file=salt_file,
+                                  progress=show.progress(bar, task, "graded"), on_protection=said)
+        finally:
+            bar.stop()
     seconds = time.monotonic() - started
     show.summary(console, results, f"{len(results)} submission(s) graded in {seconds:.1f} s")
     cli_report.after_grade(console=console, out=out, due=due, submissions=submissions)
 
 
 main.add_command(cli_report.report_cmd)  # ``autograder report``
+
+
+@main.command("doctor")
+@click.option("--course", type=click.Path(path_type=Path), default=None,
+              help="The course folder (default: the one holding nbgrader_config.py here or above).")
+@click.option("--quick", is_flag=True,
+              help="Do not compare release/ with source/ (that runs nbgrader generate_assignment).")
+def doctor_cmd(course: Path | None, quick: bool) -> None:
+    """Say whether this machine is ready to grade, in one screen (paste it into a support
+    request): the protection grading would get and why, Python and nbgrader versions, the
+    course folder, release/ against source/, gradebook.db against the package's grade
+    cells. Read-only. Exit code 0 when ready, 1 when something must be fixed first."""
+    from .integrations.doctor import PROBLEM, diagnose
+
+    findings = diagnose(course=course, quick=quick)
+    for f in findings:
+        click.echo(f"{f.state.upper() if f.state == PROBLEM else f.state:<7} {f.name}: {f.text}")
+    problems = sum(f.state == PROBLEM for f in findings)
+    click.echo(f"not ready: fix the {problems} problem(s) above" if problems else "ready to grade")
+    sys.exit(1 if problems else 0)
 
 
 # ------------------------------------------------------------------ check

@@ -282,7 +282,7 @@ def test_a_sandbox_that_cannot_start_is_retried_without_namespaces(monkeypatch, 
 
     calls = []
 
-    def fake(subs, *, settings, jobs):
+    def fake(subs, *, settings, jobs, verdict=None):
         calls.append(settings.isolate)
         if settings.isolate:
             raise SandboxUnavailable("the sandbox's zygote exited while starting (exit code 1)")

@@ -21,6 +21,7 @@ accepts it (``--unprotected``, ``c.Autograder.allow_unprotected``).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import sys
@@ -91,8 +92,8 @@ def decide(*, isolate: bool = True, private: Iterable[Path] = ()) -> Verdict:
         return Verdict(Protection.NAMESPACES, "Linux namespaces: the child sees only the "
                        "system and Python, read-only, with no network")
     if os.geteuid() != 0:
-        return Verdict(Protection.NONE, f"{refused}, and the grader is not root, so no "
-                       "separate user either")
+        return Verdict(Protection.NONE, f"{refused}, and the grader does not run as root, "
+                       "so no separate user either")
     users, why_not = studentuser.Users.find()
     if users is None:
         return Verdict(Protection.NONE, refused, blocked=f"{why_not}: run the grader with "
@@ -153,12 +154,16 @@ def _separate_user_blocked(user: studentuser.StudentUser, private: Iterable[Path
 
 
 def grader_copies() -> list[Path]:
-    """Every folder a child could import the grader's package from."""
+    """Every folder a child could import the grader's package from: this one, any copy
+    on ``sys.path``, and where an editable install's finder (importable too) points."""
     found = [PACKAGE_DIR]
     for entry in sys.path:
-        candidate = Path(entry or ".") / "autograder"
-        if (candidate / "bank").is_dir():
-            found.append(candidate.resolve())
+        folder = Path(entry or ".")
+        if (folder / "autograder" / "bank").is_dir():
+            found.append((folder / "autograder").resolve())
+        for finder in folder.glob("__editable__*finder.py") if folder.is_dir() else ():
+            text = finder.read_text(encoding="utf-8", errors="replace")
+            found += [Path(p) for p in re.findall(r"""['"]autograder['"]: ['"]([^'"]+)""", text)]
     return list(dict.fromkeys(found))
 
 

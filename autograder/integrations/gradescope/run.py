@@ -35,10 +35,10 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...engine.child.studentuser import StudentUser, readable_by
 from ...engine.host.files import find_notebooks, read_at_most
 from ...engine.host.manifest import load
 from ...engine.host.pool import Submission
+from ...engine.host.protection import Verdict, decide
 from ...errors import SandboxUnavailable, Unprotected
 from ...grading.batch import grade_submissions
 from ...grading.salt import read_salt
@@ -47,7 +47,6 @@ from ...settings import (
     DEFAULTS,
     MAX_NOTEBOOK_BYTES,
     PACKAGE_DIR,
-    STUDENT_UID,
     GradeSettings,
     Status,
 )
@@ -213,7 +212,8 @@ def results_for(config: BundleConfig, manifest, result=None, graded=None,
     if result is not None:
         extra.update(student=result.student, status=result.status, reason=result.reason,
                      grader_errors=result.grader_errors, review=result.review,
-                     parts=result.parts, practice=result.practice)
+                     parts=result.parts, practice=result.practice,
+                     protection=result.protection)
     return {"score": score, "output": output, "output_format": "text",
             "test_output_format": "text", "visibility": config.visibility,
             "stdout_visibility": "hidden", "extra_data": extra, "tests": tests}
@@ -222,42 +222,50 @@ def results_for(config: BundleConfig, manifest, result=None, graded=None,
 # ------------------------------------------------------------------ the run
 
 
-def _engine(submission, settings) -> tuple:
-    """The engine on one submission; should the sandbox not start at all here (a
-    container that half-allows namespaces), once more without namespaces. Raises
-    :class:`Refused` where student code could only run unprotected."""
+def _protected(*, isolate: bool, private: list[Path]) -> Verdict:
+    """The one protection decision (:mod:`autograder.engine.host.protection`); raises
+    :class:`Refused` where student code would run unprotected (never allowed here)."""
+    verdict = decide(isolate=isolate, private=private)
+    refusal = verdict.refusal(allow_unprotected=False)
+    if refusal:
+        raise Refused(f"student code would run unprotected here: {refusal} (setup.sh closes "
+                      "the package: `python -m autograder.integrations.gradescope.run --prepare`)")
+    print(verdict.line())
+    return verdict
+
+
+def _engine(submission, settings, verdict: Verdict | None = None,
+            private: list[Path] = ()) -> tuple:
+    """The engine on one submission; should the sandbox not start at all here, once
+    more without namespaces (decided again). Raises :class:`Refused` where student code
+    could only run unprotected."""
     from dataclasses import replace
 
     try:
         try:
-            return grade_submissions([submission], settings=settings, jobs=1)
+            return grade_submissions([submission], settings=settings, jobs=1, verdict=verdict)
         except Unprotected:
             raise
         except SandboxUnavailable as err:
             print(f"{err}: grading again without namespaces (limits and a separate user)")
+            again = _protected(isolate=False, private=list(private)) if verdict else None
             return grade_submissions([submission], settings=replace(settings, isolate=False),
-                                     jobs=1)
+                                     jobs=1, verdict=again)
     except Unprotected as err:
-        raise Refused(f"student code would run unprotected here ({err.reason}); grade as root "
-                      "(Gradescope's way) or where Linux namespaces are allowed") from None
+        raise Refused(f"student code would run unprotected here ({err.reason})") from None
 
 
-def _guard(root: Path) -> None:
+def _guard(root: Path) -> Verdict:
     """As root (Gradescope's way): close ``source/`` (salt, config, wheel) and the root to
-    every other user, and refuse if the installed package is open to them (setup.sh
-    closes it: :func:`prepare`). Not root: the engine decides (namespaces, or a refusal)."""
-    if os.geteuid() != 0:
-        return
-    source = root / "source"
-    os.chown(source, 0, 0)
-    os.chmod(source, 0o700)
-    os.chown(root, 0, 0)
-    os.chmod(root, stat.S_IMODE(root.stat().st_mode) & ~0o022)
-    package = PACKAGE_DIR
-    if readable_by(package, StudentUser(STUDENT_UID, STUDENT_UID)):
-        raise Refused(f"the installed package {package} (checks and reference) is readable by "
-                      "every user, so student code could read it without namespaces: run "
-                      "setup.sh again, or `python -m autograder.integrations.gradescope.run --prepare`")
+    every other user; then decide the protection once (refused: :class:`Refused`; a
+    package open to the student uid is refused there: setup.sh closes it, :func:`prepare`)."""
+    if os.geteuid() == 0:
+        source = root / "source"
+        os.chown(source, 0, 0)
+        os.chmod(source, 0o700)
+        os.chown(root, 0, 0)
+        os.chmod(root, stat.S_IMODE(root.stat().st_mode) & ~0o022)
+    return _protected(isolate=True, private=[root / "source"])
 
 
 def prepare(source: Path) -> list[Path]:
@@ -277,7 +285,7 @@ def _grade(root: Path, config: BundleConfig, manifest) -> dict:
     picked = pick_notebook(root / "submission", config.assignment)
     if picked.path is None:
         return results_for(config, manifest, reason=picked.reason)
-    _guard(root)  # before the salt is read or any student code runs
+    verdict = _guard(root)  # before the salt is read or any student code runs
     salt = read_salt(root / "source" / SALT, missing="the bundle has no salt: make it again "
                      "with `autograder gradescope`")
     settings = GradeSettings(timeout=config.timeout, cell_timeout=config.cell_timeout,
@@ -286,7 +294,8 @@ def _grade(root: Path, config: BundleConfig, manifest) -> dict:
     with tempfile.TemporaryDirectory(prefix="gradescope-") as work:
         folder = Path(work) / student / config.assignment
         _copy(picked.path, folder)
-        results, records = _engine(Submission(student, config.assignment, folder), settings)
+        results, records = _engine(Submission(student, config.assignment, folder), settings,
+                                   verdict, [root / "source"])
     row = results[0]
     print(f"graded {picked.path.name} as {student}: {row.status}, "
           f"{row.auto_score:g}/{row.auto_max:g}; {row.reason}")
