@@ -5,7 +5,7 @@ may read, so these tests need what a real image has and a developer's checkout m
 lack: a folder every user may enter (pytest's own is closed to all but its owner), a
 Python installation every user may read (``readable_python``: a small virtual
 environment on a system interpreter of the same version, seeing this environment's
-packages but not its editable install of this package), and the bundle installed and
+packages but not its editable install of this package, nor that install's finder), and the bundle installed and
 closed as setup.sh does (``install``: the wheel unpacked, then
 ``gradescope_run --prepare``).
 """
@@ -92,13 +92,26 @@ def readable_python(base: Path) -> Path:
             site = subprocess.run([str(python), "-c", "import sysconfig; print("
                                    "sysconfig.get_paths()['purelib'])"],
                                   capture_output=True, text=True).stdout.strip()
-            (Path(site) / "outer.pth").write_text("".join(f"{p}\n" for p in packages))
+            (Path(site) / "outer.pth").write_text(f"{_without_editable(packages, base)}\n")
             probe = subprocess.run([str(python), "-c", "import numpy, sympy, IPython, sysconfig;"
                                     "print(sysconfig.get_paths()['stdlib'])"],
                                    capture_output=True, text=True)
             if probe.returncode == 0 and readable_by(Path(probe.stdout.strip()), STUDENT):
                 return python
     pytest.skip("no Python installation here that every user may read")
+
+
+def _without_editable(packages: list[Path], base: Path) -> Path:
+    """This environment's packages as links in ``base/packages``, without an editable
+    install's finder: importable from ``sys.path``, it would lead a child to this
+    checkout (open to every user), which no deployed image holds."""
+    shadow = base / "packages"
+    shadow.mkdir(mode=0o755, exist_ok=True)
+    for folder in packages:
+        for entry in folder.iterdir():
+            if not entry.name.startswith("__editable__") and not (shadow / entry.name).exists():
+                (shadow / entry.name).symlink_to(entry)
+    return shadow
 
 
 def install(bundle: Path, base: Path, python: Path, *, close: bool = True) -> tuple[Path, Path]:

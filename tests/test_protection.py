@@ -140,18 +140,6 @@ def _hostile(paths: list[str]) -> nbs.NotebookNode:
     return nb
 
 
-def _shadow_site(base: Path) -> Path:
-    """This environment's packages, without its editable install's finder (which would
-    point a child at this checkout, open to every user: not what a deployment has)."""
-    site = Path(next(p for p in sys.path if p.endswith("site-packages")))
-    shadow = base / "packages"
-    shadow.mkdir(mode=0o755)
-    for entry in site.iterdir():
-        if not entry.name.startswith("__editable__"):
-            (shadow / entry.name).symlink_to(entry)
-    return shadow
-
-
 @pytest.fixture(scope="module")
 def machines(tmp_path_factory):
     """Every simulated machine's doctor and grade runs (see the module docstring)."""
@@ -166,8 +154,6 @@ def machines(tmp_path_factory):
 
 def _run_machines(base: Path) -> dict:
     python = readable_python(base)
-    for pth in (base / "py").rglob("outer.pth"):
-        pth.write_text(f"{_shadow_site(base)}\n")
     closed = base / "site"
     shutil.copytree(REPO / "autograder", closed / "autograder",
                     ignore=shutil.ignore_patterns("__pycache__"))
