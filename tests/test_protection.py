@@ -175,8 +175,9 @@ def _run_machines(base: Path) -> dict:
         "docker-root": _both(root_course, sys.executable, [], repo_env, unprotected_too=True),
         "docker-user": _both(user_course, python, ["--uid", NOBODY], repo_env,
                              unprotected_too=True),
-        "partial-root": _both(partial_course, python, ["--partial"], closed_env),
-        "partial-user": _both(user_course, python, ["--partial", "--uid", NOBODY], repo_env),
+        "partial-root": _both(partial_course, python, ["--partial"], closed_env, check=True),
+        "partial-user": _both(user_course, python, ["--partial", "--uid", NOBODY], repo_env,
+                              check=True),
     }
     runs["courses"] = {"root": root_course, "user": user_course, "partial": partial_course}
     runs["secrets"] = secrets
@@ -184,9 +185,10 @@ def _run_machines(base: Path) -> dict:
 
 
 def _both(course: Path, python: Path | str, launcher: list | None, env: dict, *,
-          unprotected_too: bool = False) -> dict:
-    """``autograder doctor``, then ``autograder grade`` (and with ``--unprotected``), run
-    by ``python``, under the launcher with ``launcher`` options unless it is None."""
+          unprotected_too: bool = False, check: bool = False) -> dict:
+    """``autograder doctor``, then ``autograder grade`` (and with ``--unprotected``, and
+    ``autograder check`` on the blank notebook), run by ``python``, under the launcher
+    with ``launcher`` options unless it is None."""
     python = str(python)
     command = [python, *([str(LAUNCHER), *map(str, launcher), python] if launcher is not None
                          else []), "-c", CLI]
@@ -203,6 +205,8 @@ def _both(course: Path, python: Path | str, launcher: list | None, env: dict, *,
     out["written"] = sorted(p.name for p in course.iterdir())
     if unprotected_too:
         out["unprotected"] = run(*grade, "--unprotected")
+    if check:
+        out["check"] = run("check", str(course / "submitted" / "ann" / A / f"{A}.ipynb"))
     return out
 
 
@@ -286,3 +290,14 @@ def test_a_hostile_submission_under_a_separate_user_gains_nothing_and_sees_nothi
     for path in machines["secrets"]:
         assert got[path] == "refused 13", (path, got[path])
     assert got["ancestors"] and all(a == "refused 13" for a in got["ancestors"]), got
+
+
+@pytest.mark.parametrize("machine", ["partial-root", "partial-user"])
+def test_check_runs_in_a_partial_sandbox(machines, machine):
+    """Namespaces allowed, mounts refused: the self-check falls back to what is allowed
+    (a separate user as root, the student's own user otherwise) and reports; it used to
+    end in a traceback pointing to a log that was never written."""
+    check = machines[machine]["check"]
+    assert check.returncode == 1, check.stderr  # the blank notebook fails its checks
+    assert "Traceback" not in check.stderr and "log" not in check.stderr, check.stderr
+    assert "softmax" in check.stdout, check.stdout

@@ -83,10 +83,11 @@ class Verdict:
             raise Unprotected(refusal)
 
 
-def decide(*, isolate: bool = True, private: Iterable[Path] = ()) -> Verdict:
+def decide(*, isolate: bool = True, private: Iterable[Path] = (), secrets: bool = True) -> Verdict:
     """What grading would get here; ``isolate=False`` skips namespaces (a grader that
     is itself one container per submission); ``private``: folders students must not
-    reach under a separate user."""
+    reach under a separate user; ``secrets=False``: the run holds none (a student's
+    self-check: public checks, practice salt), so the package may stay readable."""
     refused = _namespaces() if isolate else "namespaces turned off"
     if not refused:
         return Verdict(Protection.NAMESPACES, "Linux namespaces: the child sees only the "
@@ -98,7 +99,7 @@ def decide(*, isolate: bool = True, private: Iterable[Path] = ()) -> Verdict:
     if users is None:
         return Verdict(Protection.NONE, refused, blocked=f"{why_not}: run the grader with "
                        "CAP_SETUID, CAP_SETGID and CAP_CHOWN, or where user namespaces are allowed")
-    blocked = _separate_user_blocked(users.candidates[0], private)
+    blocked = _separate_user_blocked(users.candidates[0], private, secrets)
     return Verdict(Protection.SEPARATE_USER, f"{refused}; each child runs as a separate "
                    f"user ({users.describe()}) that cannot read the grader's package or the "
                    "course", blocked=blocked)
@@ -133,7 +134,8 @@ def _namespaces() -> str:
     return said or "the namespace probe died"
 
 
-def _separate_user_blocked(user: studentuser.StudentUser, private: Iterable[Path]) -> str:
+def _separate_user_blocked(user: studentuser.StudentUser, private: Iterable[Path],
+                           secrets: bool = True) -> str:
     """Empty when ``user`` can read the Python installation and reach none of the
     grader's copies and ``private`` folders; else what is wrong and the one fix."""
     for folder in studentuser.unreadable_python(user):
@@ -142,7 +144,7 @@ def _separate_user_blocked(user: studentuser.StudentUser, private: Iterable[Path
                 f"{stop}, mode {stat.S_IMODE(stop.stat().st_mode):04o}): install the "
                 "grader's Python where every user may read it (e.g. a venv under /opt), or "
                 f"`chmod o+x {stop}`")
-    reachable = [p for p in [*grader_copies(), *map(_existing, private)]
+    reachable = [p for p in [*(grader_copies() if secrets else []), *map(_existing, private)]
                  if _stop(p, user, 0o1 if p.is_dir() else 0o4) is None]
     top = sorted({p for p in reachable if not any(q in p.parents for q in reachable)})
     if top:

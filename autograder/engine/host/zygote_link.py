@@ -97,13 +97,13 @@ class ZygoteLink:
             ready = json.loads(self.control.recv(1 << 16) or b"null")
         except (OSError, ValueError) as err:
             self.close()
-            raise ZygoteError(f"the sandbox's zygote did not start ({err}); see the log") from None
+            raise ZygoteError(f"the sandbox's zygote did not start ({err})") from None
         finally:
             with contextlib.suppress(OSError):
                 self.control.settimeout(None)
         if not isinstance(ready, dict):
             self.close()
-            raise ZygoteError("the sandbox's zygote exited while starting; see the log")
+            raise ZygoteError("the sandbox's zygote exited while starting")
         protection = ready.get("protection")
         return Isolation(bool(ready.get("isolated")), str(ready.get("missing", "")),
                          Protection(protection) if protection in set(Protection)

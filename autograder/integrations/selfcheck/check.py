@@ -13,7 +13,7 @@ from pathlib import Path
 from ...errors import CourseError
 from ...settings import DEFAULTS, PRACTICE_SALT, GradeSettings, Status, check_assignment
 
-__all__ = ["Outcome", "run_check_notebook"]
+__all__ = ["Outcome", "run_check_notebook", "check_zygote"]
 
 
 @dataclass
@@ -56,7 +56,7 @@ def run_check_notebook(*, notebook: Path, assignment: str | None = None,
                        timeout: float | None = None, zygote=None) -> list[Outcome]:
     """The check itself, with ``zygote`` (a warm one) or a new single-use one."""
     from ...engine.host.manifest import detect_assignment
-    from ...engine.host.zygote_link import Zygote
+    from ...engine.host.zygote_link import ZygoteError
 
     notebook = Path(notebook)
     nb = _read(notebook)
@@ -64,11 +64,30 @@ def run_check_notebook(*, notebook: Path, assignment: str | None = None,
     if zygote is not None:
         return _run(notebook, a, zygote, timeout)
     # the zygote starts now and warms up while this process loads the checks
-    zygote = Zygote(figures=False, warm=False, tokenizer=a == "q5_cost_scaling")
+    zygote = check_zygote(warm=False, tokenizer=a == "q5_cost_scaling")
     try:
         return _run(notebook, a, zygote, timeout)
+    except ZygoteError as err:  # one line, never a traceback (there is no log to point to)
+        raise CourseError(f"the sandbox could not run the notebook here ({err}): "
+                          "`autograder doctor` says what this machine allows") from None
     finally:
         zygote.close()
+
+
+def check_zygote(*, warm: bool, tokenizer: bool):
+    """A zygote for self-checks, at the protection this machine gives (decided once:
+    :mod:`autograder.engine.host.protection`). Running as your own user is fine here (your
+    own notebook, public checks, practice salt); running it as root is not: a root
+    machine where no separate user can work is a one-line :class:`CourseError`."""
+    from ...engine.host.protection import decide
+    from ...engine.host.zygote_link import Zygote
+    from ...engine.protocol.limits import Protection
+
+    verdict = decide(secrets=False)
+    if verdict.blocked:
+        raise CourseError(f"cannot run the notebook here: {verdict.refusal(True)}")
+    return Zygote(figures=False, warm=warm, tokenizer=tokenizer,
+                  isolate=verdict.level == Protection.NAMESPACES)
 
 
 def _run(notebook: Path, assignment: str, zygote, timeout: float | None) -> list[Outcome]:

@@ -201,8 +201,8 @@ def serve(key: str) -> int:
 
 def _serve_locked(key: str) -> int:
     from ...bank import checks_for
-    from ...engine.host.zygote_link import Zygote
     from ...settings import ASSIGNMENTS
+    from .check import check_zygote
 
     path = socket_path()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -214,7 +214,7 @@ def _serve_locked(key: str) -> int:
         return 1
     server.listen()
     log.info("serving %s for package %s", path, key)
-    zygote = Zygote(figures=False, warm=True, tokenizer=True)
+    zygote = check_zygote(warm=True, tokenizer=True)
     try:
         for a in ASSIGNMENTS:
             checks_for(a)
