@@ -301,3 +301,21 @@ def test_check_runs_in_a_partial_sandbox(machines, machine):
     assert check.returncode == 1, check.stderr  # the blank notebook fails its checks
     assert "Traceback" not in check.stderr and "log" not in check.stderr, check.stderr
     assert "softmax" in check.stdout, check.stdout
+
+
+@pytest.mark.parametrize("layout", ["course", "other"])
+def test_a_folder_that_is_not_a_submissions_folder_is_refused(tmp_path, layout):
+    """``autograder grade .`` on the course root graded the repository itself (32 rows
+    such as autograder/bank); any folder without submissions of these assignments is
+    one line, exit 2, and nothing written."""
+    from click.testing import CliRunner
+
+    from autograder.cli import main
+
+    folder = REPO if layout == "course" else tmp_path / "folder"
+    if layout == "other":
+        (folder / "docs" / "lecture").mkdir(parents=True)
+        (folder / "autograder" / "bank").mkdir(parents=True)
+    done = CliRunner().invoke(main, ["grade", str(folder), "--out", str(tmp_path / "out")])
+    assert done.exit_code == 2 and len(done.output.strip().splitlines()) == 1, done.output
+    assert done.output.startswith("error: ") and not (tmp_path / "out").exists()

@@ -23,9 +23,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +39,8 @@ from ..protocol.limits import Protection
 
 __all__ = ["Verdict", "decide", "UNPROTECTED"]
 
+#: Seconds the namespace probe may take (entering the view takes milliseconds).
+PROBE_SECONDS = 30.0
 #: How every output marks a run graded at level ``none``.
 UNPROTECTED = "none (unprotected)"
 WAYS_OUT = ("grade as root or where user namespaces are allowed (see docs/security.md), or "
@@ -123,15 +127,31 @@ def _namespaces() -> str:
             finally:
                 os._exit(code)
         os.close(w)
+        # read once the fork is gone, not until EOF: a helper it forked may hold the pipe
+        if not _exited(pid, PROBE_SECONDS):
+            os.close(r)
+            return f"the namespace probe did not finish within {PROBE_SECONDS:g} s"
+        os.set_blocking(r, False)
         with os.fdopen(r, "rb") as fh:
-            said = fh.read().decode("utf-8", "replace")
-        os.waitpid(pid, 0)
+            said = (fh.read() or b"").decode("utf-8", "replace")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     if said == "ok":
         return ""
     said = said.removeprefix(sandbox.MISSING_WITHOUT_NAMESPACES).strip(" ()")
     return said or "the namespace probe died"
+
+
+def _exited(pid: int, seconds: float) -> bool:
+    """Wait up to ``seconds`` for ``pid`` to exit (killed and reaped past that)."""
+    deadline = time.monotonic() + seconds
+    while os.waitpid(pid, os.WNOHANG)[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return False
+        time.sleep(0.002)
+    return True
 
 
 def _separate_user_blocked(user: studentuser.StudentUser, private: Iterable[Path],
