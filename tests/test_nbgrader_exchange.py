@@ -82,14 +82,18 @@ class Student:
     def __init__(self, exchange: Path) -> None:
         self.name = f"ag-e2e-{os.getpid()}"
         self.home = Path(tempfile.mkdtemp(prefix="ag-e2e-home-", dir="/tmp"))
-        subprocess.run([shutil.which("useradd"), "--system", "--user-group", "--no-create-home",
-                        "--home-dir", str(self.home), "--shell", "/usr/sbin/nologin",
-                        self.name], check=True, capture_output=True)
-        shutil.chown(self.home, self.name, self.name)
-        (self.home / "nbgrader_config.py").write_text(
-            f"c = get_config()  # noqa: F821\nc.Exchange.root = {str(exchange)!r}\n"
-            f"c.CourseDirectory.course_id = {COURSE_ID!r}\n", encoding="utf-8")
-        self.python = _student_python(self.name, self.home)
+        try:
+            subprocess.run([shutil.which("useradd"), "--system", "--user-group",
+                            "--no-create-home", "--home-dir", str(self.home), "--shell",
+                            "/usr/sbin/nologin", self.name], check=True, capture_output=True)
+            shutil.chown(self.home, self.name, self.name)
+            (self.home / "nbgrader_config.py").write_text(
+                f"c = get_config()  # noqa: F821\nc.Exchange.root = {str(exchange)!r}\n"
+                f"c.CourseDirectory.course_id = {COURSE_ID!r}\n", encoding="utf-8")
+            self.python = _student_python(self.name, self.home)
+        except BaseException:
+            self.remove()
+            raise
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
         env = {"HOME": str(self.home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
@@ -140,7 +144,11 @@ def round_trip(tmp_path_factory):
         pytest.skip("needs root and useradd to make the student's Unix user")
     exchange = Path(tempfile.mkdtemp(prefix="ag-e2e-exchange-", dir="/tmp"))
     os.chmod(exchange, 0o777)  # as nbgrader's docs set up /srv/nbgrader/exchange
-    student = Student(exchange)
+    try:
+        student = Student(exchange)
+    except BaseException:
+        shutil.rmtree(exchange, ignore_errors=True)
+        raise
     try:
         if student.python is None:
             pytest.skip(f"no Python {sys.version_info.major}.{sys.version_info.minor} the "
