@@ -89,6 +89,17 @@ def test_nbgrader_generate_assignment_writes_what_build_writes(generated):
     assert _rows(repo / "gradebook.db") == _manifest_rows()
 
 
+def test_nbgrader_generate_assignment_follows_the_extension_setting(generated):
+    """``c.Autograder.extensions = "omit"``: nbgrader's release is the one ``autograder
+    build --extensions omit`` writes (the copy's other views, built for practice, are
+    stale, as they should be)."""
+    repo = generated("omit")
+    release = Path("release") / A / f"{A}.ipynb"
+    stale = check(root=repo, extensions="omit")
+    assert release not in stale and Path("exercises") / A / f"{A}.ipynb" in stale
+    assert len(read_nb(repo / release).cells) < len(read_nb(ROOT / release).cells)
+
+
 def _graded(student: str) -> Graded:
     cells = [CellResult(c.grade_id, c.grade_id, c.points, c.is_manual,
                         score=None if c.is_manual else c.points) for c in load(A).graded]
