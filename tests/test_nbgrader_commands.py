@@ -186,3 +186,9 @@ def test_a_hand_grade_on_a_cell_the_release_lacks_is_refused_before_grading(gene
     assert "\n" not in message and "autograder build" in message
     assert not (tmp_path / "out").exists() and not (course / ".autograder-salt").exists()
     assert (course / "gradebook.db").read_bytes() == before
+
+
+def test_a_file_that_is_no_gradebook_is_one_line_with_the_action(tmp_path):
+    (tmp_path / "gradebook.db").write_bytes(b"not a database" * 100)
+    with pytest.raises(CourseError, match="is not a gradebook nbgrader can read.*move it aside"):
+        check_gradebook(tmp_path / "gradebook.db", {A: load(A)})

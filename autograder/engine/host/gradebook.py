@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from ...errors import CourseError
 from .gradebook_cells import CREATE, agree, plan
 from .manifest import Manifest
 
@@ -223,15 +224,23 @@ class GradebookWriter:
 def check_gradebook(path: Path, manifests: dict[str, Manifest]) -> dict[str, str]:
     """What the writer will do to each assignment's rows in ``path`` (see
     :func:`.gradebook_cells.plan`), or the :class:`CourseError` it would raise; read
-    before any student code runs. Nothing is written, and no file is made."""
+    before any student code runs. No file is made, and no assignment's rows change
+    (nbgrader's ``Gradebook`` records its course id when it opens a file)."""
+    from sqlalchemy.exc import DatabaseError
+
     if not path.is_file():
         return {a: CREATE for a in manifests}
-    with open_gradebook(path) as gb, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return {a: plan(gb, manifest) for a, manifest in manifests.items()}
-        finally:
-            gb.db.rollback()
+    try:
+        with open_gradebook(path) as gb, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                return {a: plan(gb, manifest) for a, manifest in manifests.items()}
+            finally:
+                gb.db.rollback()
+    except DatabaseError as err:
+        raise CourseError(f"{path} is not a gradebook nbgrader can read "
+                          f"({type(err.orig).__name__}): move it aside and grade again "
+                          "(a new one is made)") from None
 
 
 def write_gradebook(path: Path, graded: Iterable, manifests: dict[str, Manifest]) -> int:
