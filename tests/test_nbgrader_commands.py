@@ -9,6 +9,7 @@ course; the scores written into it are synthetic (the exchange round trip,
 
 from __future__ import annotations
 
+import json
 import shutil
 import warnings
 from pathlib import Path
@@ -119,6 +120,9 @@ def test_grading_replaces_the_cells_of_another_release(generated, tmp_path, sett
     assert _rows(db) == _manifest_rows()
     with open_gradebook(db) as gb:
         assert gb.find_submission(A, "ann").score == load(A).auto_max
+        # the kernel nbgrader autograde gives a submission, as generate_assignment saved it
+        assert json.loads(gb.find_notebook(A, A).kernelspec) \
+            == load(A).notebook_metadata["kernelspec"]
 
 
 def _hand_graded(db: Path, cell: str, student: str = "bob") -> None:

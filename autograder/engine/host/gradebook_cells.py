@@ -22,6 +22,7 @@ entered:
 
 from __future__ import annotations
 
+import json
 import logging
 
 from ...errors import CourseError
@@ -133,7 +134,9 @@ def _write_rows(gb, manifest: Manifest) -> None:
     ``generate_assignment`` saved when the package built the release)."""
     a, rows = manifest.assignment, manifest.gradebook
     gb.update_or_create_assignment(a)
-    gb.update_or_create_notebook(a, a)
+    # the release's kernel, which nbgrader autograde gives every submission it runs
+    kernelspec = manifest.notebook_metadata.get("kernelspec", {})
+    gb.update_or_create_notebook(a, a, kernelspec=json.dumps(kernelspec))
     for c in rows["grade_cells"]:
         gb.update_or_create_grade_cell(c["name"], a, a, max_score=c["max_score"],
                                        cell_type=c["cell_type"])
