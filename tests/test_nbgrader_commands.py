@@ -149,13 +149,16 @@ def _extension_cell(db: Path, cell_type: str) -> str:
                     if c.name not in wanted and c.cell_type == cell_type)
 
 
-def test_grading_keeps_hand_grades_while_bringing_the_cells_into_agreement(generated, tmp_path):
-    """Submissions already recorded under a release that graded the extensions: the
-    extension cells nobody hand graded go, the core's hand grade, extra credit and
-    comment stay, and the new scores are written beside them."""
+@pytest.mark.parametrize("setting", [PLAIN, "omit"])
+def test_grading_keeps_hand_grades_while_bringing_the_cells_into_agreement(generated, tmp_path,
+                                                                           setting):
+    """Submissions already recorded under another release: the extension cells nobody
+    hand graded go (PLAIN: graded there), the ones the package has are added with a
+    grade and comment row for every submission (omit: left out there); the core's hand
+    grade, extra credit and comment stay, and the new scores are written beside them."""
     db = tmp_path / "gradebook.db"
-    shutil.copy(generated(PLAIN) / "gradebook.db", db)
-    dropped = _extension_cell(db, "code")
+    shutil.copy(generated(setting) / "gradebook.db", db)
+    before = _rows(db)
     _hand_graded(db, "written_apple")
     assert check_gradebook(db, {A: load(A)}) == {A: MERGE}
     assert write_gradebook(db, [_graded("bob"), _graded("cat")], {A: load(A)}) == 2
@@ -166,10 +169,15 @@ def test_grading_keeps_hand_grades_while_bringing_the_cells_into_agreement(gener
         assert gb.find_comment("written_qk_vs_v", A, A, "bob").manual_comment \
             == "comment on written_qk_vs_v"
         assert gb.find_grade("test_softmax", A, A, "bob").auto_score == 2.0
-        assert dropped not in {g.name for g in gb.find_submission_notebook(A, A, "bob").grades}
+        bob = gb.find_submission_notebook(A, A, "bob")
+        assert {g.name for g in bob.grades} == {n for n, _ in _manifest_rows()["grade_cells"]}
+        assert {c.name for c in bob.comments} \
+            == {n for n, _ in _manifest_rows()["solution_cells"]}
         auto = load(A).auto_max
         assert gb.find_submission(A, "bob").score == auto + 1.5 + 0.5 + 1.5
         assert gb.find_submission(A, "cat").score == auto
+    changed = {kind: before[kind] ^ _manifest_rows()[kind] for kind in before}
+    assert changed["solution_cells"] if setting == "omit" else changed["grade_cells"]
     assert check_gradebook(db, {A: load(A)}) == {A: AGREES}
 
 
