@@ -9,9 +9,10 @@ student ``fetch_assignment`` -> ``autograder check`` -> ``submit`` -> instructor
 ``collect`` -> ``autograder grade`` -> a hand grade through nbgrader's Gradebook API ->
 ``autograder feedback .`` -> ``release_feedback`` -> student ``fetch_feedback``.
 
-The student runs an interpreter they can read: this one, else the system's Python of
-the same version with this environment's packages on ``PYTHONPATH`` (a root-only pyenv).
-Making the student needs root; elsewhere the test is skipped, saying so.
+The student runs an interpreter they can read: this one, else a virtual environment on
+the system's Python of the same version holding this environment's packages (here the
+interpreter is a pyenv under root's 0700 home). Making the student needs root; elsewhere
+the test is skipped, saying so.
 """
 
 from __future__ import annotations
@@ -206,7 +207,11 @@ def test_the_collected_submission_is_graded_into_nbgrader_s_gradebook(round_trip
 
 
 def test_the_student_s_fetched_page_shows_the_hand_grade(round_trip):
+    from autograder.engine.host.manifest import load
+
     _course, _student, steps, page = round_trip
     assert "1 with hand grades" in steps["feedback"].stdout
     assert f"{HAND_SCORE:g} / 4" in page and COMMENT in page
+    auto = load(A).auto_max
+    assert f"总分 <b>{auto + HAND_SCORE:g} / {auto + 4:g}</b>" in page
     assert "BEGIN HIDDEN TESTS" not in page
