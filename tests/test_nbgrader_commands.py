@@ -101,6 +101,14 @@ def test_nbgrader_generate_assignment_follows_the_extension_setting(generated):
     assert len(read_nb(repo / release).cells) < len(read_nb(ROOT / release).cells)
 
 
+def test_build_refuses_a_config_that_does_not_release_through_the_package(generated):
+    """A course whose nbgrader_config.py lacks the first step (set up before it) would
+    build a release without the check cell: one line saying the line to add."""
+    with pytest.raises(CourseError, match=r"does not release through the package: add "
+                                          r"`c\.GenerateAssignment\.preprocessors = "):
+        check(root=generated(PLAIN))
+
+
 def _graded(student: str) -> Graded:
     cells = [CellResult(c.grade_id, c.grade_id, c.points, c.is_manual,
                         score=None if c.is_manual else c.points) for c in load(A).graded]
