@@ -12,12 +12,23 @@ class outside the sandbox. Each test failed before its fix (see the commit messa
 from __future__ import annotations
 
 import csv
+import html
 import json
 import re
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
+import nbformat
 import pytest
 
+from autograder.engine.host.feedback_page import (
+    TOO_LARGE,
+    TOO_LARGE_PAGE,
+    Budget,
+    markdown_html,
+    render_feedback,
+)
 from autograder.grading.batch import Result
 from autograder.grading.scores import write_outputs
 from autograder.grading.spreadsheet import FORMULA_START
@@ -95,3 +106,55 @@ def test_scores_csv_carries_no_live_formula_and_keeps_negative_numbers(tmp_path)
     assert [float(r[head.index("auto_score")]) for r in table[1:]] == [-1.5] * len(EVIL_NAMES)
     assert [float(r[head.index("c")]) for r in table[1:]] == [-1.5] * len(EVIL_NAMES)
     assert all(r[0].startswith("'") for r in table[1:] if r[0][:1] in "=+-@")
+
+
+# ------------------------------------------------------------------ pages
+
+#: 1 MB of what made the old page quadratic, and of what each renderer finds hardest
+#: (measured: mistune's links, latex2mathml's ``\text{<b>``, Pygments' brackets).
+MB = 1 << 20
+ADVERSARIAL = {
+    "math placeholders": '<div class="math">$$' * (MB // 20),
+    "markdown": "[a](" * (MB // 4),
+    "latex": "$$" + "\\text{<b>" * (MB // 9) + "$$",
+    "html": "<div><span>" * (MB // 11),
+}
+
+
+def _page_job(cells: list, outputs: list, code: str = "[" * MB) -> SimpleNamespace:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(text) for text in cells]
+    nb.cells.append(nbformat.v4.new_code_cell(code, outputs=outputs))
+    return SimpleNamespace(assignment=A, student="s1", cells={}, practice={}, comments={},
+                           nb=nb, verdicts=set())
+
+
+def test_a_page_of_adversarial_text_renders_in_seconds_and_says_it_is_plain():
+    """Each 1 MB text as a written answer, as a ``text/markdown`` display and as a
+    ``text/latex`` output, on one page: before the fix the first alone took ~10 minutes
+    (the placeholder regex), and this test ran past a 300 s timeout."""
+    outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": text})
+               for text in ADVERSARIAL.values()]
+    outputs.append(nbformat.v4.new_output("display_data", data={"text/latex": ADVERSARIAL["latex"]}))
+    pieces = [text[i:i + (40 << 10)] for i in range(0, MB, 40 << 10)  # rendered richly
+              for text in ADVERSARIAL.values()]                         # until spent
+    job = _page_job(pieces + list(ADVERSARIAL.values()), outputs)
+    started = time.monotonic()
+    page = render_feedback(job)
+    assert time.monotonic() - started < 120  # ~2 s unloaded; the old page: > 10 min
+    assert TOO_LARGE_PAGE in page and page.count(TOO_LARGE) >= len(ADVERSARIAL)
+    assert "<script" not in page and 'class="math"' not in page
+    assert html.escape(ADVERSARIAL["html"][:200]) in page  # shown as the text it is
+
+
+def test_a_page_past_its_time_renders_the_rest_plainly():
+    job = _page_job(["$x^2$ **bold**"], [], code="x = 1")
+    page = render_feedback(job, Budget(seconds=-1))
+    assert "<math" not in page and "<strong>" not in page and TOO_LARGE in page
+    assert "<math" in render_feedback(job) and TOO_LARGE not in render_feedback(job)
+
+
+def test_a_typed_math_placeholder_is_only_text():
+    """The student's own ``<div class="math">$$…$$</div>`` is no longer read back as maths."""
+    assert "<math" not in markdown_html('<div class="math">$$x^2$$</div>')
+    assert "<math" in markdown_html("$$x^2$$")
