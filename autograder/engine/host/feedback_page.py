@@ -48,6 +48,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: grows faster than its input), so a page takes at most about PAGE_SECONDS plus one
 #: piece's time, whatever the student wrote or printed.
 PAGE_CHARS, PAGE_SECONDS, MAX_FORMULA = 300_000, 15.0, 5_000
+#: Characters of one piece shown plainly (a written answer of 1 MB of newlines is no
+#: page for a phone).
+PLAIN_CHARS = 100_000
 TOO_LARGE = "此处内容过多，超出反馈页面的渲染上限，按纯文本显示（不影响评分）"
 TOO_LARGE_PAGE = "本页内容过多，超出反馈页面的渲染上限，超出部分按纯文本显示（不影响评分）。"
 
@@ -170,9 +173,11 @@ class Budget:
 
 
 def _plain(text: str, extra: str = "") -> str:
-    """Text the budget did not cover, as it is (escaped), with the note saying why."""
+    """Text the budget did not cover, as it is (escaped, its first :data:`PLAIN_CHARS`),
+    with the note saying why."""
+    cut = f"\n…（以下省略 {len(text) - PLAIN_CHARS:,} 个字符）" if len(text) > PLAIN_CHARS else ""
     return (f'<div class="out{extra}"><p class="plain">{TOO_LARGE}</p>'
-            f"<pre>{html.escape(text)}</pre></div>")
+            f"<pre>{html.escape(text[:PLAIN_CHARS])}{cut}</pre></div>")
 
 
 def _output(out: dict, budget: Budget) -> str:

@@ -67,10 +67,8 @@ class Graded:
 
 
 def _grade_one(task: Submission, settings: GradeSettings, zygote, memory=None) -> Graded:
-    import nbformat
-
     from .feedback_page import render_feedback
-    from .graded_record import stamp
+    from .graded_record import stamp, written
     from .job import Job
     from .manifest import load
     from .pipeline import run
@@ -83,7 +81,7 @@ def _grade_one(task: Submission, settings: GradeSettings, zygote, memory=None) -
                     review=job.review, timestamp=job.timestamp, memory_peak=job.memory_peak)
     if job.nb is not None and not job.stopped:
         stamp(job)  # what the page needs to be rendered again after hand grading
-        graded.notebook = nbformat.writes(job.nb)
+        graded.notebook = written(job.nb)  # always readable back (graded_record)
         graded.feedback = render_feedback(job)
     return graded
 
