@@ -111,13 +111,15 @@ def test_scores_csv_carries_no_live_formula_and_keeps_negative_numbers(tmp_path)
 # ------------------------------------------------------------------ pages
 
 #: 1 MB of what made the old page quadratic, and of what each renderer finds hardest
-#: (measured: mistune's links, latex2mathml's ``\text{<b>``, Pygments' brackets).
+#: (measured: mistune's links, latex2mathml's ``\text{<b>`` and many small formulas,
+#: Pygments' brackets).
 MB = 1 << 20
 ADVERSARIAL = {
     "math placeholders": '<div class="math">$$' * (MB // 20),
     "markdown": "[a](" * (MB // 4),
     "latex": "$$" + "\\text{<b>" * (MB // 9) + "$$",
     "html": "<div><span>" * (MB // 11),
+    "inline maths": "$x^2$ " * (MB // 6),  # one conversion each: 16 s before they cost
 }
 
 

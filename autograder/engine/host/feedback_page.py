@@ -42,12 +42,16 @@ BLANK_WORD, HAND_WORD = "没有作答", "老师已评分"
 VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: One page's rendering budget: characters of Markdown, LaTeX and code it renders richly
-#: (the course's own text is about 35 000 of them), and seconds. Past either, the rest
-#: of the page shows its text plainly (escaped, linear) and says so. Each rich piece is
-#: at most the characters left, and a formula at most MAX_FORMULA (the converter's work
-#: grows faster than its input), so a page takes at most about PAGE_SECONDS plus one
-#: piece's time, whatever the student wrote or printed.
+#: (the course's own text costs about 55 000), and seconds. A text past what is left,
+#: and everything once the time is up, shows plainly (escaped, linear) and says so.
+#: Each rich piece is at most the characters left and a formula at most MAX_FORMULA
+#: (the converter's work grows faster than its input), so a page takes at most about
+#: PAGE_SECONDS plus one piece's time (measured: 4 s at worst, loaded), whatever the
+#: student wrote or printed.
 PAGE_CHARS, PAGE_SECONDS, MAX_FORMULA = 300_000, 15.0, 5_000
+#: What one ``$`` costs of the budget: a formula is converted on its own, about 0.2 ms,
+#: the time mistune takes for 50 characters (``$x$ `` times 50 000 took 16 s otherwise).
+FORMULA_COST = 50
 #: Characters of one piece shown plainly (a written answer of 1 MB of newlines is no
 #: page for a phone).
 PLAIN_CHARS = 100_000
@@ -161,14 +165,19 @@ class Budget:
     """What one page may still render richly (see :data:`PAGE_CHARS`)."""
 
     def __init__(self, chars: int = PAGE_CHARS, seconds: float = PAGE_SECONDS) -> None:
-        self.chars, self.deadline, self.spent = chars, time.monotonic() + seconds, False
+        self.chars, self.deadline = chars, time.monotonic() + seconds
+        self.spent = False  # something was shown plainly (the page says so at the top)
 
-    def take(self, text: str) -> bool:
-        """Whether ``text`` may be rendered richly; False from the first refusal on."""
-        if self.spent or len(text) > self.chars or time.monotonic() > self.deadline:
+    def take(self, text: str, *, maths: bool = False) -> bool:
+        """Whether ``text`` may be rendered richly (``maths``: Markdown, each ``$`` of
+        which may open a formula, which costs :data:`FORMULA_COST`). A text larger
+        than what is left is refused alone (a smaller one after it may still fit); once
+        the time is up, everything is."""
+        cost = len(text) + (FORMULA_COST * text.count("$") if maths else 0)
+        if cost > self.chars or time.monotonic() > self.deadline:
             self.spent = True
             return False
-        self.chars -= len(text)
+        self.chars -= cost
         return True
 
 
@@ -199,8 +208,8 @@ def _output(out: dict, budget: Budget) -> str:
         return f'<div class="out">{_display(tex)}</div>' if budget.take(tex) else _plain(tex)
     if "text/markdown" in data:
         text = data["text/markdown"]
-        return (f'<div class="out md">{markdown_html(text)}</div>' if budget.take(text)
-                else _plain(text))
+        return (f'<div class="out md">{markdown_html(text)}</div>'
+                if budget.take(text, maths=True) else _plain(text))
     if "text/plain" in data:
         return f'<div class="out"><pre>{html.escape(_ANSI.sub("", data["text/plain"]))}</pre></div>'
     return ""
@@ -289,7 +298,7 @@ def _summary(job) -> str:
 def _cell(cell, budget: Budget, job) -> str:
     """A Markdown or code cell's own text and outputs, within the page's budget."""
     if cell.cell_type == "markdown":
-        if budget.take(cell.source):
+        if budget.take(cell.source, maths=True):
             return f'<div class="md">{markdown_html(cell.source)}</div>'
         return _plain(cell.source)
     if cell.cell_type != "code":
