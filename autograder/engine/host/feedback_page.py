@@ -16,6 +16,12 @@ show, and the totals count them. A written answer shows one of three states, the
 in the summary and above the cell: blank ("没有作答", 0 points), waiting for the
 instructor ("—"), or graded by the instructor. The layout reads on a phone (a viewport
 tag; prose wraps, code, outputs, maths and tables scroll inside their own boxes).
+
+Rendering one page is bounded in work and time, whatever the student wrote or printed
+(:class:`Budget`): at most :data:`PAGE_CHARS` of Markdown, LaTeX and code are rendered
+richly, for at most :data:`PAGE_SECONDS`; the rest shows as plain text and the page says
+so. Maths is rendered by mistune's renderer, never found again in its output by a
+pattern, and every pattern that touches student text is linear.
 """
 
 from __future__ import annotations
@@ -29,8 +35,8 @@ from ...settings import Status
 from .hidden import shown
 from .sanitize import safe_html
 
-__all__ = ["render_feedback", "markdown_html", "warm", "Budget", "TOO_LARGE", "ICONS", "STATUS_WORDS", "VIEWPORT",
-           "BLANK_WORD", "HAND_WORD"]
+__all__ = ["render_feedback", "markdown_html", "warm", "Budget", "TOO_LARGE", "TOO_LARGE_PAGE",
+           "ICONS", "STATUS_WORDS", "VIEWPORT", "BLANK_WORD", "HAND_WORD"]
 
 ICONS = {Status.PASSED: "✅", Status.FAILED: "❌", Status.NOT_RUN: "❌", Status.ERROR: "⚠️",
          Status.MANUAL: "✍️"}
