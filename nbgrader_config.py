@@ -11,6 +11,7 @@ from nbgrader.preprocessors import GetGrades
 from autograder.integrations.nbgrader.preprocessors import (
     BrowserSafe,
     HideHiddenTests,
+    generate_assignment_preprocessors,
     markdown2html,
 )
 from autograder.settings import DEFAULT_EXTENSIONS, DEFAULTS
@@ -29,6 +30,11 @@ c.Autograder.extensions = DEFAULT_EXTENSIONS
 # Grade even where student code would run as your own user (no user namespaces, not
 # root)? Refused by default (docs/security.md); `autograder grade --unprotected` allows it once.
 c.Autograder.allow_unprotected = DEFAULTS.allow_unprotected
+
+# `nbgrader generate_assignment` (and formgrader's Generate button) makes the release
+# `autograder build` makes: a first step (AutograderRelease) applies the setting above and
+# adds the 作答说明 cell and the self-check cell, then nbgrader's own steps run.
+c.GenerateAssignment.preprocessors = generate_assignment_preprocessors()
 
 # Students see Chinese stubs where the solutions were.
 c.ClearSolutions.code_stub = {"python": "# 在这里写你的代码\nraise NotImplementedError()"}

@@ -42,9 +42,11 @@ def sample_batch(tmp_path_factory):
 #: modules (or groups, below) in this order, each worker taking the next when it is almost
 #: done, so the longest go first and the short ones fill both workers' ends.
 _SLOW_FIRST = ("test_samples", "test_nbgrader_parity", "test_visible", "test_bank_q4",
-               "test_bank_q2", "test_bank_q1", "test_bank_q5", "test_grade", "test_gradescope",
-               "test_build", "test_browser_pages", "test_hostile", "test_demo",
-               "test_hostile_class", "test_gradescope_hostile", "test_hostile_checks",
+               "test_bank_q2", "test_bank_q1", "test_bank_q5", "test_grade",
+               "test_nbgrader_exchange", "test_nbgrader_commands", "test_gradescope",
+               "test_build", "test_browser_pages", "test_hostile", "test_hostile_cpu", "test_demo",
+               "test_hostile_class", "test_hostile_edges_batch", "test_gradescope_hostile",
+               "test_hostile_checks",
                "test_parts", "test_lms", "test_checkd", "test_bank_q3", "test_hostile_decoding",
                "test_engine", "test_feedback_page", "test_hostile_decoding_batch",
                "test_memory", "test_outputs_safety", "test_prose", "test_layering", "test_guard",

@@ -23,7 +23,7 @@ class Attack:
 
 
 _SEARCH = '''
-import glob, json, os
+import glob, json, os, sys
 found = []
 roots = ["/", "../", "../../", "../../../", "/home/", "/tmp/", "/work/", "/root/", "/srv/"]
 names = ["q1_value_scaling.ipynb", "gradebook.db", ".autograder-salt", "autograder/bank/q1.py",
@@ -36,6 +36,9 @@ for pattern in patterns:
         found += glob.glob(pattern, recursive=True)
     except OSError:
         pass
+# the interpreter's own files are public (a venv under /tmp holds nbgrader's test notebooks)
+public = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix})
+found = [p for p in found if not os.path.realpath(p).startswith(public)]
 for path in found:
     if path.endswith(".ipynb"):
         nb = json.load(open(path))

@@ -1,7 +1,9 @@
 """``autograder build``: regenerate every generated file from ``source/``, or check them.
 
-From ``source/<a>/<a>.ipynb`` only: ``release/`` (nbgrader's own ``generate_assignment``,
-in a temporary course: :func:`.course.new_course`), ``solutions/`` and ``exercises/``
+From ``source/<a>/<a>.ipynb`` only: ``release/`` (nbgrader's own ``generate_assignment``
+under the course's ``nbgrader_config.py``, in a temporary course: :func:`.course.new_course`;
+the instructor's own ``nbgrader generate_assignment`` writes the same), ``solutions/`` and
+``exercises/``
 (:mod:`.views`), and ``autograder/manifests/<a>.json`` (:mod:`.manifests`), shipped with
 the package so that grading and ``autograder check`` never read ``source/``.
 
@@ -30,7 +32,7 @@ from . import cells as nbs
 from .course import find_root, new_course, source_notebook
 from .manifests import manifest_text, normalise
 from .parts import check_mode, configured_mode
-from .views import exercise_notebook, release_notebook, solution_notebook
+from .views import exercise_notebook, graded_view, solution_notebook
 
 __all__ = ["VIEWS", "MANIFESTS", "present_assignments", "build", "check"]
 
@@ -86,11 +88,11 @@ def _generate(root: Path, workdir: Path, assignments: list[str], progress: Progr
     files: dict[Path, NotebookNode | str] = {}
     for a in assignments:
         rel = Path(a) / f"{a}.ipynb"
-        release = nbs.read(course / "release" / rel)  # its check cell last (new_course)
-        files[Path("release") / rel] = release_notebook(release, a)
+        release = nbs.read(course / "release" / rel)  # as nbgrader wrote it
+        files[Path("release") / rel] = release
         files[Path("exercises") / rel] = exercise_notebook(release, sources[a], a)
-        files[MANIFESTS / f"{a}.json"] = manifest_text(a, sources[a], release, course,
-                                                       mode=mode)
+        files[MANIFESTS / f"{a}.json"] = manifest_text(a, sources[a], graded_view(release),
+                                                       course, mode=mode)
         key = solution_notebook(sources[a], a)
         if execute:
             say(f"executing solutions/{a}")

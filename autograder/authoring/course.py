@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CourseError
-from ..settings import PACKAGE_DIR, check_assignment
+from ..settings import PACKAGE_DIR, SELF_CHECK_ID, check_assignment
 
 __all__ = ["find_root", "source_notebook", "nbgrader", "new_course", "CellScore", "read_scores"]
 
@@ -59,34 +59,47 @@ def nbgrader(args: list[str], cwd: Path, *, timeout: float | None = None,
 
 def new_course(folder: Path, root: Path, assignments: list[str] | tuple[str, ...], *,
                extensions: str | None = None) -> Path:
-    """A fresh nbgrader course in ``folder`` with ``assignments`` generated from ``root``;
+    """A fresh nbgrader course in ``folder`` with ``assignments`` generated from ``root``
+    by nbgrader's ``generate_assignment`` under the course's own ``nbgrader_config.py``;
     their 拓展 sections as ``extensions`` says (default: the course's configured mode,
     see :mod:`autograder.authoring.parts`)."""
     from . import cells as nbs
-    from .parts import configured_mode, for_release, sections
-    from .views import with_check_cell
+    from .parts import check_mode, configured_mode, sections
 
-    mode = extensions or configured_mode(root)
+    mode = check_mode(extensions) if extensions else configured_mode(root)
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(root / "nbgrader_config.py", folder / "nbgrader_config.py")
+    config = (root / "nbgrader_config.py").read_text(encoding="utf-8")
+    (folder / "nbgrader_config.py").write_text(
+        f"{config}\n# this course's extension mode\nc.Autograder.extensions = {mode!r}\n",
+        encoding="utf-8")
     for assignment in assignments:
         src = source_notebook(root, assignment)
         if not src.is_file():
             raise CourseError(f"missing source notebook {src}: restore it from git")
-        target = folder / "source" / assignment
-        shutil.copytree(src.parent, target, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         nb = nbs.read(src)
         nbs.check_markers(nb, str(src.relative_to(root)))
         sections(nb, str(src.relative_to(root)))
-        # the check cell goes in here, so nbgrader's gradebook knows it as a locked cell
-        # (plain `nbgrader autograde` restores and runs it, a no-op there)
-        nbs.write(with_check_cell(for_release(nb, mode), assignment), target / src.name)
+        shutil.copytree(src.parent, folder / "source" / assignment, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         done = nbgrader(["generate_assignment", assignment, "--force"], folder)
         if done.returncode != 0:
             raise CourseError(f"nbgrader generate_assignment {assignment} failed: "
                               f"{_last_error(done)}")
+        _released_by_the_package(folder, root, assignment)
     return folder
+
+
+def _released_by_the_package(course: Path, root: Path, assignment: str) -> None:
+    """A release without the check cell was made without the course's first step (an
+    ``nbgrader_config.py`` from before it): refused, so no build writes it."""
+    from . import cells as nbs
+
+    release = nbs.read(course / "release" / assignment / f"{assignment}.ipynb")
+    if not release.cells or nbs.grade_id(release.cells[-1]) != SELF_CHECK_ID:
+        raise CourseError(f"{root / 'nbgrader_config.py'} does not release through the "
+                          "package: add `c.GenerateAssignment.preprocessors = "
+                          "generate_assignment_preprocessors()` (from "
+                          "autograder.integrations.nbgrader.preprocessors)")
 
 
 def _last_error(done: subprocess.CompletedProcess) -> str:

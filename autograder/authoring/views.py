@@ -1,8 +1,11 @@
 """The generated views of a source notebook: the answer key and the self-practice edition.
 
 - the release (``release/<a>/<a>.ipynb``) is nbgrader's own ``generate_assignment``
-  output with a 作答说明 cell first (:func:`release_notebook`) and a locked check cell
-  last (:func:`check_cell`: ``autograder check`` on the notebook, from inside it);
+  output. Its first step, the course's ``AutograderRelease`` preprocessor, hands nbgrader
+  :func:`student_edition`: the 拓展 sections as the extension setting says, a 作答说明
+  cell first and a locked check cell last (:func:`check_cell`: ``autograder check`` on
+  the notebook, from inside it). The manifest knows the release without what only
+  students read (:func:`graded_view`);
 - the answer key (``solutions/``): solution code kept (markers removed), hidden tests
   removed, executed by the build (:func:`solution_notebook`);
 - the self-practice edition (``exercises/``): the release plus, after each autograded
@@ -25,9 +28,11 @@ from nbformat import NotebookNode
 from ..engine.host.hidden import CheckCall, check_calls, strip_markers, strip_region
 from ..settings import SELF_CHECK_ID
 from . import cells as nbs
+from .parts import for_release
 
-__all__ = ["GUIDE", "guide_cell", "check_cell", "with_check_cell", "self_check_source", "test_checks", "model_answers",
-           "solution_notebook", "exercise_notebook", "release_notebook"]
+__all__ = ["GUIDE", "HEADER_ID", "guide_cell", "check_cell", "self_check_source", "test_checks",
+           "model_answers", "solution_notebook", "exercise_notebook", "student_edition",
+           "graded_view"]
 
 HEADER_ID = "generated-header"
 #: The student editions' first cell: how to answer, how grading works, how to self-check.
@@ -78,13 +83,6 @@ def check_cell(assignment: str) -> NotebookNode:
                                  "schema_version": 3, "solution": False, "task": False}
     cell.metadata.update(editable=False, deletable=False, tags=["self-check-all"])
     return cell
-
-
-def with_check_cell(release_nb: NotebookNode, assignment: str) -> NotebookNode:
-    """``release_nb`` (the source as nbgrader gets it) with :func:`check_cell` last."""
-    nb = copy.deepcopy(release_nb)
-    nb.cells.append(check_cell(assignment))
-    return nb
 
 
 def self_check_source(calls: list[CheckCall]) -> str:
@@ -173,6 +171,8 @@ def exercise_notebook(release_nb: NotebookNode, source_nb: NotebookNode,
     nb = copy.deepcopy(release_nb)
     cells = [guide_cell("exercises", assignment)]
     for cell in nb.cells:
+        if cell.get("id") == HEADER_ID:  # the release's own 作答说明
+            continue
         cells.append(cell)
         gid = nbs.grade_id(cell)
         if cell.cell_type == "code" and checks.get(gid):
@@ -193,8 +193,27 @@ def exercise_notebook(release_nb: NotebookNode, source_nb: NotebookNode,
     return nb
 
 
-def release_notebook(release_nb: NotebookNode, assignment: str) -> NotebookNode:
-    nb = copy.deepcopy(release_nb)
-    nb.cells.insert(0, guide_cell("release", assignment))
+def _generated(cell: NotebookNode) -> bool:
+    return cell.get("id") == HEADER_ID or nbs.grade_id(cell) == SELF_CHECK_ID
+
+
+def student_edition(source_nb: NotebookNode, assignment: str, mode: str) -> NotebookNode:
+    """What nbgrader's ``generate_assignment`` makes the release from: the source with
+    its 拓展 sections as ``mode`` says (:func:`.parts.for_release`), the 作答说明 first,
+    the check cell last (so nbgrader saves it as a locked cell, and plain ``nbgrader
+    autograde`` restores it), and a note in the metadata that the file is generated.
+    Applied to its own result it changes nothing."""
+    nb = for_release(source_nb, mode)
+    body = [cell for cell in nb.cells if not _generated(cell)]
+    nb.cells = [guide_cell("release", assignment), *body, check_cell(assignment)]
     _mark_generated(nb, "release", assignment)
+    return nb
+
+
+def graded_view(release_nb: NotebookNode) -> NotebookNode:
+    """The release as grading knows it (the manifest): without the 作答说明, which no
+    grading step reads, and without the generated note in the metadata."""
+    nb = copy.deepcopy(release_nb)
+    nb.cells = [cell for cell in nb.cells if cell.get("id") != HEADER_ID]
+    nb.metadata.pop("autograder", None)
     return nb

@@ -9,7 +9,6 @@ assignments). ``scores.json`` holds the same rows with every field of
 
 from __future__ import annotations
 
-import csv
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 from ..engine.host.stop import printable
 from ..settings import ASSIGNMENTS
 from .batch import Result
+from .spreadsheet import write_csv
 
 __all__ = ["write_outputs"]
 
@@ -54,19 +54,18 @@ def write_outputs(results: list[Result], out: Path) -> None:
     fixed = ["student", "assignment", "status", "auto_score", "auto_max", "core_score",
              "core_max", "extension_score", "extension_max", "reason", "review", "misconceptions",
              "protection"]
-    with open(out / "scores.csv", "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(fixed + [name for name, _a, _c in cols])
-        for r in results:
-            row = [printable(r.student), printable(r.assignment), r.status,
-                   float(r.auto_score), float(r.auto_max),
-                   *map(float, r.part_total(False)), *map(float, r.part_total(True)),
-                   printable(r.reason, 10_000), printable("; ".join(r.review), 10_000),
-                   printable(_named(r), 10_000), r.protection]
-            for _name, a, cell in cols:
-                value = r.cells.get(cell) if a == r.assignment else None
-                row.append("" if value is None else float(value))
-            writer.writerow(row)
+    table = [fixed + [name for name, _a, _c in cols]]
+    for r in results:
+        row = [printable(r.student), printable(r.assignment), r.status,
+               float(r.auto_score), float(r.auto_max),
+               *map(float, r.part_total(False)), *map(float, r.part_total(True)),
+               printable(r.reason, 10_000), printable("; ".join(r.review), 10_000),
+               printable(_named(r), 10_000), r.protection]
+        for _name, a, cell in cols:
+            value = r.cells.get(cell) if a == r.assignment else None
+            row.append("" if value is None else float(value))
+        table.append(row)
+    write_csv(out / "scores.csv", table)  # a student's name is never a live formula
     rows = []
     for r in results:
         row = {k: printable(v, 10_000) if isinstance(v, str) else v for k, v in asdict(r).items()}

@@ -3,15 +3,14 @@
 It asks only read-only questions: the protection grading would get here (the one
 decision of :mod:`autograder.engine.host.protection`, for the course found), the Python
 and nbgrader versions, the course folder, whether ``release/`` is in sync with
-``source/`` (``autograder build --check``'s machinery) and whether ``gradebook.db``
-holds this package's grade cells (opened read-only). Each finding is ``ok``, a
+``source/`` (``autograder build --check``'s machinery) and what grading would do to
+``gradebook.db`` (the gradebook writer's own read-only plan). Each finding is ``ok``, a
 ``note`` (worth knowing, grading still works) or a ``problem`` (fix it first).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-import sqlite3
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from ..engine.host.protection import decide
 from ..errors import CourseError
 from ..settings import ASSIGNMENTS, DEFAULTS, course_setting
 
-__all__ = ["Finding", "diagnose", "find_course", "gradebook_differences"]
+__all__ = ["Finding", "diagnose", "find_course"]
 
 OK, NOTE, PROBLEM = "ok", "note", "problem"
 
@@ -98,42 +97,19 @@ def _release(course: Path, quick: bool) -> Finding:
 
 
 def _gradebook(path: Path) -> Finding:
+    """What grading would do to ``gradebook.db`` (the writer's own read-only plan)."""
+    from ..engine.host.gradebook import check_gradebook
+    from ..engine.host.gradebook_cells import AGREES, CREATE
+
     if not path.is_file():
         return Finding("gradebook", OK, "no gradebook.db yet: grading creates it")
     try:
-        differences = gradebook_differences(path)
-    except sqlite3.Error as err:
-        return Finding("gradebook", PROBLEM, f"{path} cannot be read ({err}): restore it "
-                       "from a backup, or move it aside and grade again")
-    if differences:
-        return Finding("gradebook", NOTE, f"{path} differs from this package's grade cells: "
-                       + "; ".join(differences))
-    return Finding("gradebook", OK, f"{path} holds this package's grade cells")
-
-
-def gradebook_differences(path: Path) -> list[str]:
-    """Per assignment the gradebook knows, how its grade cells (name, points) differ
-    from this package's; the database is opened read-only."""
-    db = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
-    try:
-        rows = db.execute(
-            "SELECT a.name, b.name, g.max_score FROM grade_cells g JOIN base_cell b ON "
-            "g.id = b.id JOIN notebook n ON b.notebook_id = n.id JOIN assignment a ON "
-            "n.assignment_id = a.id WHERE n.name = a.name").fetchall()
-    finally:
-        db.close()
-    known: dict[str, dict[str, float]] = {}
-    for assignment, cell, points in rows:
-        known.setdefault(assignment, {})[cell] = float(points or 0)
-    found = []
-    for assignment in [a for a in ASSIGNMENTS if a in known]:
-        wanted = {c["name"]: float(c["max_score"]) for c in load(assignment).gradebook["grade_cells"]}
-        extra = sorted(set(known[assignment]) - set(wanted))
-        missing = sorted(set(wanted) - set(known[assignment]))
-        points = sorted(c for c in set(wanted) & set(known[assignment])
-                        if wanted[c] != known[assignment][c])
-        if extra or missing or points:
-            found.append(f"{assignment}: " + ", ".join(
-                f"{what} {', '.join(cells[:4])}" for what, cells in
-                (("extra", extra), ("missing", missing), ("other points", points)) if cells))
-    return found
+        plans = check_gradebook(path, {a: load(a) for a in ASSIGNMENTS})
+    except CourseError as err:
+        return Finding("gradebook", PROBLEM, str(err))
+    changed = {a: p for a, p in plans.items() if p not in (AGREES, CREATE)}
+    if changed:
+        return Finding("gradebook", NOTE, f"{path}: grading brings the cells of "
+                       f"{', '.join(changed)} into agreement with this package's "
+                       f"({', '.join(sorted(set(changed.values())))})")
+    return Finding("gradebook", OK, f"{path} agrees with this package's grade cells")

@@ -1,7 +1,8 @@
 """The grader's side of the boundary: everything the host does with a child and a submission.
 
 - the child: :mod:`.zygote_link` (the line to the zygote), :mod:`.proxy` (one child,
-  requests with deadlines, remote functions), :mod:`.memcg` (memory cgroups);
+  requests with deadlines, remote functions), :mod:`.memcg` (memory cgroups),
+  :mod:`.cpushare` (each child's fair share of the CPU);
 - the host's strict reading of what the child sends: :mod:`.decode` (values),
   :mod:`.npyread` (arrays), :mod:`.sympy_reader` and :mod:`.sympy_budget` (SymPy text),
   :mod:`.replies` (a reply's fields), :mod:`.loopback` (the same crossing in-process);

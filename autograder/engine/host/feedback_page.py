@@ -16,6 +16,12 @@ show, and the totals count them. A written answer shows one of three states, the
 in the summary and above the cell: blank ("没有作答", 0 points), waiting for the
 instructor ("—"), or graded by the instructor. The layout reads on a phone (a viewport
 tag; prose wraps, code, outputs, maths and tables scroll inside their own boxes).
+
+Rendering one page is bounded in work and time, whatever the student wrote or printed
+(:class:`Budget`): at most :data:`PAGE_CHARS` of Markdown, LaTeX and code are rendered
+richly, for at most :data:`PAGE_SECONDS`; the rest shows as plain text and the page says
+so. Maths is rendered by mistune's renderer, never found again in its output by a
+pattern, and every pattern that touches student text is linear.
 """
 
 from __future__ import annotations
@@ -23,13 +29,14 @@ from __future__ import annotations
 import functools
 import html
 import re
+import time
 
 from ...settings import Status
 from .hidden import shown
 from .sanitize import safe_html
 
-__all__ = ["render_feedback", "markdown_html", "warm", "ICONS", "STATUS_WORDS", "VIEWPORT",
-           "BLANK_WORD", "HAND_WORD"]
+__all__ = ["render_feedback", "markdown_html", "warm", "Budget", "TOO_LARGE", "TOO_LARGE_PAGE",
+           "ICONS", "STATUS_WORDS", "VIEWPORT", "BLANK_WORD", "HAND_WORD"]
 
 ICONS = {Status.PASSED: "✅", Status.FAILED: "❌", Status.NOT_RUN: "❌", Status.ERROR: "⚠️",
          Status.MANUAL: "✍️"}
@@ -40,6 +47,22 @@ BLANK_WORD, HAND_WORD = "没有作答", "老师已评分"
 #: A phone lays the page out at its own width, not at 980 px with tiny text.
 VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: One page's rendering budget: characters of Markdown, LaTeX and code it renders richly
+#: (the course's own text costs about 55 000), and seconds. A text past what is left,
+#: and everything once the time is up, shows plainly (escaped, linear) and says so.
+#: Each rich piece is at most the characters left and a formula at most MAX_FORMULA
+#: (the converter's work grows faster than its input), so a page takes at most about
+#: PAGE_SECONDS plus one piece's time (measured: 4 s at worst, loaded), whatever the
+#: student wrote or printed.
+PAGE_CHARS, PAGE_SECONDS, MAX_FORMULA = 300_000, 15.0, 5_000
+#: What one ``$`` costs of the budget: a formula is converted on its own, about 0.2 ms,
+#: the time mistune takes for 50 characters (``$x$ `` times 50 000 took 16 s otherwise).
+FORMULA_COST = 50
+#: Characters of one piece shown plainly (a written answer of 1 MB of newlines is no
+#: page for a phone).
+PLAIN_CHARS = 100_000
+TOO_LARGE = "此处内容过多，超出反馈页面的渲染上限，按纯文本显示（不影响评分）"
+TOO_LARGE_PAGE = "本页内容过多，超出反馈页面的渲染上限，超出部分按纯文本显示（不影响评分）。"
 
 CSS = """
 html{-webkit-text-size-adjust:100%;text-size-adjust:100%}
@@ -71,6 +94,7 @@ margin:.4em 0 0;background:#fffbdd;padding:.5em .7em;border-radius:4px}
 .comment{white-space:pre-wrap;overflow-wrap:anywhere;margin:.4em 0;
 background:#fff;border:1px solid #0969da;padding:.5em .7em;border-radius:4px}
 .comment .who{font-weight:600}
+.plain{color:#9a6700;font-size:.9em;margin:0 0 .3em}
 .mathbox{overflow-x:auto;max-width:100%} math[display=block]{display:block;margin:.6em 0}
 @media (max-width:600px){body{margin:1em auto;padding:0 .6em}
 table.summary td,table.summary th{padding:.3em .35em}}
@@ -78,9 +102,13 @@ table.summary td,table.summary th{padding:.3em .35em}}
 
 
 def _latex(tex: str, display: bool) -> str:
-    """MathML, sanitised: latex2mathml copies ``\\text{...}`` into the markup unescaped."""
+    """MathML, sanitised: latex2mathml copies ``\\text{...}`` into the markup unescaped.
+    A formula longer than :data:`MAX_FORMULA` is shown as its source: the converter's
+    work grows faster than its input (``\\text{<b>…`` of 200 kB takes 14 s)."""
     from latex2mathml.converter import convert
 
+    if len(tex) > MAX_FORMULA:
+        return f"<code>{html.escape(tex)}</code>"
     try:
         return safe_html(convert(tex.strip(), display="block" if display else "inline"))
     except Exception:  # an expression the converter does not know: show the source
@@ -92,23 +120,28 @@ def _display(tex: str) -> str:
     return f'<div class="mathbox">{_latex(tex, True)}</div>'
 
 
-def _math(rendered: str) -> str:
-    """mistune's math placeholders -> MathML."""
-    rendered = re.sub(r'<div class="math">\$\$(.*?)\$\$</div>',
-                      lambda m: _display(html.unescape(m.group(1))), rendered, flags=re.S)
-    return re.sub(r'<span class="math">\\\((.*?)\\\)</span>',
-                  lambda m: _latex(html.unescape(m.group(1)), False), rendered, flags=re.S)
+@functools.cache
+def _markdown():
+    """mistune with its maths rendered straight to MathML by the renderer: no
+    placeholder in the HTML a student could also type, and no pattern over the whole
+    rendered text (the old one, ``<div class="math">\\$\\$(.*?)…`` with re.S, was
+    quadratic: 1 MB of openings took about 10 minutes)."""
+    import mistune
+
+    render = mistune.create_markdown(escape=False, plugins=["math", "table", "strikethrough"])
+    render.renderer.register("block_math", lambda _r, text: _display(text) + "\n")
+    render.renderer.register("inline_math", lambda _r, text: _latex(text, False))
+    return render
 
 
 @functools.lru_cache(maxsize=4096)
 def markdown_html(text: str) -> str:
     """Markdown (student or course text) as sanitised HTML, math as MathML: raw HTML is
     kept as Jupyter showed it to the student, less what :func:`.safe_html` removes.
-    Cached: a worker renders the same course text for every student."""
-    import mistune
-
-    render = mistune.create_markdown(escape=False, plugins=["math", "table", "strikethrough"])
-    return safe_html(_math(render(text)))
+    Cached: a worker renders the same course text for every student. Linear in the
+    text (mistune's own patterns, measured on adversarial input up to 1 MB); the page's
+    :class:`Budget` bounds how much of it one page renders."""
+    return safe_html(_markdown()(text))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -134,7 +167,35 @@ def warm(notebook) -> None:
             _code(shown(cell.source))
 
 
-def _output(out: dict) -> str:
+class Budget:
+    """What one page may still render richly (see :data:`PAGE_CHARS`)."""
+
+    def __init__(self, chars: int = PAGE_CHARS, seconds: float = PAGE_SECONDS) -> None:
+        self.chars, self.deadline = chars, time.monotonic() + seconds
+        self.spent = False  # something was shown plainly (the page says so at the top)
+
+    def take(self, text: str, *, maths: bool = False) -> bool:
+        """Whether ``text`` may be rendered richly (``maths``: Markdown, each ``$`` of
+        which may open a formula, which costs :data:`FORMULA_COST`). A text larger
+        than what is left is refused alone (a smaller one after it may still fit); once
+        the time is up, everything is."""
+        cost = len(text) + (FORMULA_COST * text.count("$") if maths else 0)
+        if cost > self.chars or time.monotonic() > self.deadline:
+            self.spent = True
+            return False
+        self.chars -= cost
+        return True
+
+
+def _plain(text: str, extra: str = "") -> str:
+    """Text the budget did not cover, as it is (escaped, its first :data:`PLAIN_CHARS`),
+    with the note saying why."""
+    cut = f"\n…（以下省略 {len(text) - PLAIN_CHARS:,} 个字符）" if len(text) > PLAIN_CHARS else ""
+    return (f'<div class="out{extra}"><p class="plain">{TOO_LARGE}</p>'
+            f"<pre>{html.escape(text[:PLAIN_CHARS])}{cut}</pre></div>")
+
+
+def _output(out: dict, budget: Budget) -> str:
     kind = out.get("output_type")
     if kind == "stream":
         text = html.escape(_ANSI.sub("", out.get("text", "")))
@@ -150,9 +211,11 @@ def _output(out: dict) -> str:
                     f'src="data:{mime};base64,{html.escape(data[mime])}"></div>')
     if "text/latex" in data:
         tex = data["text/latex"].strip().strip("$")
-        return f'<div class="out">{_display(tex)}</div>'
+        return f'<div class="out">{_display(tex)}</div>' if budget.take(tex) else _plain(tex)
     if "text/markdown" in data:
-        return f'<div class="out md">{markdown_html(data["text/markdown"])}</div>'
+        text = data["text/markdown"]
+        return (f'<div class="out md">{markdown_html(text)}</div>'
+                if budget.take(text, maths=True) else _plain(text))
     if "text/plain" in data:
         return f'<div class="out"><pre>{html.escape(_ANSI.sub("", data["text/plain"]))}</pre></div>'
     return ""
@@ -238,9 +301,25 @@ def _summary(job) -> str:
             '<th>得分</th></tr>' + "".join(rows) + "</table>")
 
 
-def render_feedback(job) -> str:
+def _cell(cell, budget: Budget, job) -> str:
+    """A Markdown or code cell's own text and outputs, within the page's budget."""
+    if cell.cell_type == "markdown":
+        if budget.take(cell.source, maths=True):
+            return f'<div class="md">{markdown_html(cell.source)}</div>'
+        return _plain(cell.source)
+    if cell.cell_type != "code":
+        return ""
+    source = shown(cell.source)
+    body = _code(source) if budget.take(source) else _plain(source, " code")
+    return body + "".join(_output(o, budget) for o in cell.get("outputs", [])
+                          if id(o) not in job.verdicts)
+
+
+def render_feedback(job, budget: Budget | None = None) -> str:
     """The whole page for one graded submission (hand grades and comments included
-    once :mod:`autograder.integrations.nbgrader.feedback` has read them)."""
+    once :mod:`autograder.integrations.nbgrader.feedback` has read them), within one
+    page's :class:`Budget`: past it the text shows plainly and the page says so."""
+    budget = budget or Budget()
     parts = [f"<h1>{html.escape(job.assignment)} 反馈</h1>",
              f'<p class="sub">学生：{html.escape(job.student)}</p>', _summary(job)]
     for cell in job.nb.cells:
@@ -249,15 +328,12 @@ def render_feedback(job) -> str:
         comment = job.comments.get(gid) if isinstance(gid, str) else None
         anchor = f' id="{html.escape(gid)}"' if result else ""
         body = _verdict(result, comment) if result else _comment(comment)
-        if cell.cell_type == "markdown":
-            body += f'<div class="md">{markdown_html(cell.source)}</div>'
-        elif cell.cell_type == "code":
-            body += _code(shown(cell.source)) + "".join(
-                _output(o) for o in cell.get("outputs", []) if id(o) not in job.verdicts)
-        parts.append(f'<div class="cell"{anchor}>{body}</div>')
-    if job.protection:  # the grader's own word, never the student's
-        parts.append(f'<p class="sub protection">评分保护（protection）：'
-                     f'{html.escape(job.protection)}</p>')
+        parts.append(f'<div class="cell"{anchor}>{body}{_cell(cell, budget, job)}</div>')
+    if budget.spent:  # said once at the top as well, where the student starts reading
+        parts.insert(3, f'<p class="plain">{TOO_LARGE_PAGE}</p>')
+    protection = getattr(job, "protection", "")  # the grader's own word, never the student's
+    if protection:
+        parts.append(f'<p class="sub protection">评分保护（protection）：{html.escape(protection)}</p>')
     return ("<!DOCTYPE html>\n<html lang=\"zh-CN\"><head><meta charset=\"utf-8\">"
             f"{VIEWPORT}"
             f"<title>{html.escape(job.assignment)} 反馈 — {html.escape(job.student)}</title>"

@@ -20,44 +20,12 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ...errors import CourseError
+from .gradebook_cells import CREATE, agree, plan
 from .manifest import Manifest
 
-__all__ = ["GradebookWriter", "open_gradebook", "write_gradebook"]
+__all__ = ["GradebookWriter", "open_gradebook", "write_gradebook", "check_gradebook"]
 
 log = logging.getLogger("autograder.engine")
-
-
-def _ensure_assignment(gb, manifest: Manifest) -> None:
-    from nbgrader.api import MissingEntry
-
-    a = manifest.assignment
-    rows = manifest.gradebook
-    try:
-        known = {c.name: float(c.max_score) for c in gb.find_notebook(a, a).grade_cells}
-    except MissingEntry:
-        known = None
-    wanted = {c["name"]: float(c["max_score"]) for c in rows["grade_cells"]}
-    if known is not None:
-        if known != wanted:
-            raise CourseError(f"the gradebook's {a} has other grade cells than this package's "
-                              "(was it generated from another version?): regenerate the "
-                              "assignment or grade into a new course folder")
-        return
-    log.info("gradebook: creating assignment %s from the manifest", a)
-    gb.update_or_create_assignment(a)
-    gb.update_or_create_notebook(a, a)
-    for c in rows["grade_cells"]:
-        gb.update_or_create_grade_cell(c["name"], a, a, max_score=c["max_score"],
-                                       cell_type=c["cell_type"])
-    for c in rows["solution_cells"]:
-        gb.update_or_create_solution_cell(c["name"], a, a)
-    for c in rows.get("task_cells", []):
-        gb.update_or_create_task_cell(c["name"], a, a, max_score=c["max_score"],
-                                      cell_type=c["cell_type"])
-    for c in rows["source_cells"]:
-        gb.update_or_create_source_cell(c["name"], a, a, cell_type=c["cell_type"],
-                                        locked=c["locked"], source=c["source"],
-                                        checksum=c["checksum"])
 
 
 def _alembic_head() -> str:
@@ -182,7 +150,7 @@ class GradebookWriter:
                 warnings.simplefilter("ignore")
                 with _deferred_commits(gb) as commit:
                     for manifest in self.manifests.values():
-                        _ensure_assignment(gb, manifest)
+                        agree(gb, manifest)
                     commit()
                     self._batch(gb, commit)
         except BaseException as err:  # handed to close(), in the caller's thread
@@ -251,6 +219,28 @@ class GradebookWriter:
         if last is self._COMMIT:
             log.info("gradebook: %d submission(s) written to %s", self.written, self.path)
         return self.written
+
+
+def check_gradebook(path: Path, manifests: dict[str, Manifest]) -> dict[str, str]:
+    """What the writer will do to each assignment's rows in ``path`` (see
+    :func:`.gradebook_cells.plan`), or the :class:`CourseError` it would raise; read
+    before any student code runs. No file is made, and no assignment's rows change
+    (nbgrader's ``Gradebook`` records its course id when it opens a file)."""
+    from sqlalchemy.exc import DatabaseError
+
+    if not path.is_file():
+        return {a: CREATE for a in manifests}
+    try:
+        with open_gradebook(path) as gb, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                return {a: plan(gb, manifest) for a, manifest in manifests.items()}
+            finally:
+                gb.db.rollback()
+    except DatabaseError as err:
+        raise CourseError(f"{path} is not a gradebook nbgrader can read "
+                          f"({type(err.orig).__name__}): move it aside and grade again "
+                          "(a new one is made)") from None
 
 
 def write_gradebook(path: Path, graded: Iterable, manifests: dict[str, Manifest]) -> int:

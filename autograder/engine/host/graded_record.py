@@ -15,23 +15,40 @@ note, and :func:`stamp` runs after the pipeline. :func:`restore` still reads the
 as hostile data (types checked, unknown cells and statuses ignored, sizes bounded): it
 never gives a cell a title, a maximum or a part (those come from the manifest), and the
 notebook's outputs pass :func:`~.outputs.clean_outputs` again, as the child's did.
+
+What grading writes is always readable back (:func:`written`, :func:`read_back`): strings
+are written whole, never one list entry per line (nbformat's default made 48 MB of
+newline-only Markdown a 239 MB file), so the file is at most the submission (within
+``MAX_NOTEBOOK_BYTES``) plus the output budget and the record; and it is read back with
+room for the test cells grading put back (a 2000-cell submission without its tests
+becomes a 2017-cell notebook).
 """
 
 from __future__ import annotations
 
+import nbformat
 from nbformat import NotebookNode
 
-from ...settings import Status
+from ...settings import MAX_NOTEBOOK_BYTES, Status
 from .job import CellResult, Job
+from .manifest import Manifest
 from .outputs import clean_outputs
+from .screening import MAX_CELLS, read_notebook
+from .stop import Stop
 
-__all__ = ["KEY", "VERSION", "stamp", "restore", "RecordMissing"]
+__all__ = ["KEY", "VERSION", "stamp", "restore", "RecordMissing", "written", "read_back",
+           "MAX_AUTOGRADED"]
 
 #: The notebook metadata key of the record (never one a submission's metadata keeps).
 KEY = "autograder_graded"
 VERSION = 1
 #: Messages kept per cell, and characters per message, when the record is read.
 _MAX_MESSAGES, _MAX_TEXT = 50, 20_000
+
+
+#: Largest autograded notebook read back: a submission within MAX_NOTEBOOK_BYTES, its
+#: outputs within the output budget (16 MB), and the record (:func:`written` keeps it so).
+MAX_AUTOGRADED = 2 * MAX_NOTEBOOK_BYTES
 
 
 class RecordMissing(ValueError):
@@ -55,6 +72,20 @@ def stamp(job: Job) -> None:
         "verdicts": verdicts,
         "protection": job.protection,
     }
+
+
+def written(nb: NotebookNode) -> str:
+    """The autograded notebook's file: nbformat's JSON with every string whole (no
+    larger than the strings the submission brought, escaped as they came)."""
+    return nbformat.writes(nb, split_lines=False)
+
+
+def read_back(raw: bytes, manifest: Manifest) -> NotebookNode:
+    """The notebook :func:`written` wrote (read as hostile data all the same), within
+    the bounds of what grading writes; :class:`Stop` when it is not such a file."""
+    if len(raw) > MAX_AUTOGRADED:
+        raise Stop(f"超过 {MAX_AUTOGRADED >> 20} MB", f"larger than {MAX_AUTOGRADED >> 20} MB")
+    return read_notebook(raw, max_cells=MAX_CELLS + len(manifest.cells))[0]
 
 
 def _text(value: object) -> str | None:

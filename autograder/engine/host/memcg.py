@@ -28,6 +28,7 @@ import signal
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..child import seccomp
 from ..protocol.limits import SharedMemory
@@ -69,19 +70,21 @@ def _inside(mount_root: str, mount_point: str, own: str) -> Path | None:
     return Path(mount_point) / rel if rel else Path(mount_point)
 
 
-def find_hierarchy(mountinfo: str, cgroup: str, *, version: int) -> Hierarchy | None:
-    """This process's memory cgroup folder in hierarchy ``version`` (1 or 2), from the
-    text of ``/proc/self/mountinfo`` and ``/proc/self/cgroup``; None where there is none."""
+def find_hierarchy(mountinfo: str, cgroup: str, *, version: int,
+                   controller: str = "memory") -> Hierarchy | None:
+    """This process's cgroup folder in hierarchy ``version`` (1 or 2; in v1, the one of
+    ``controller``), from the text of ``/proc/self/mountinfo`` and ``/proc/self/cgroup``;
+    None where there is none."""
     for line in cgroup.splitlines():
         number, _, rest = line.partition(":")
         controllers, _, own = rest.partition(":")
         wanted = (version == 2 and number == "0" and controllers == "") or \
-            (version == 1 and "memory" in controllers.split(","))
+            (version == 1 and controller in controllers.split(","))
         if not wanted:
             continue
         for root, point, fstype, options in _mounts(mountinfo):
             if (version == 2 and fstype == "cgroup2") or \
-                    (version == 1 and fstype == "cgroup" and "memory" in options):
+                    (version == 1 and fstype == "cgroup" and controller in options):
                 folder = _inside(root, point, own)
                 if folder is not None:
                     return Hierarchy(version, folder)
@@ -160,6 +163,8 @@ class MemoryPlan:
     why: str = ""
     _made: int = 0
     _leftover: list[ChildCgroup] = field(default_factory=list)
+    #: How the children share the CPU (a :class:`.cpushare.CpuPlan`, set by the pool).
+    cpu: Any = None
 
     @property
     def shared_memory(self) -> str:
@@ -212,6 +217,8 @@ class MemoryPlan:
 
     def close(self) -> None:
         """At the batch's end (its children are gone): remove every cgroup it made."""
+        if self.cpu is not None:
+            self.cpu.close()
         if self.folder is None:
             return
         _remove_tree(self.folder, 2 if self.mechanism == "cgroup2" else 1)
@@ -320,16 +327,22 @@ def spawn(zygote, limits, memory: MemoryPlan | None, *, who: str = ""):
     """A child of ``zygote`` (a :class:`.zygote_link.ZygoteLink`) for ``limits``, in a cgroup
     of its own when ``memory`` has them: ``(child, cgroup or None)``. A child the kernel
     will not put in a cgroup is retired, and one refusing shared memory runs instead."""
-    child = zygote.spawn(limits)
-    if memory is None or limits.shared_memory != SharedMemory.COUNTED:
-        return child, None
-    try:
-        return child, memory.confine(child.pid, limits.memory)
-    except OSError as err:
-        log.warning("memory: child %d could not be put in a cgroup (%s); %s runs in a "
-                    "child refusing shared memory instead", child.pid, err, who)
-        zygote.retire(child)
-        return zygote.spawn(replace(limits, shared_memory=SharedMemory.REFUSED)), None
+    child, cgroup = zygote.spawn(limits), None
+    if memory is not None and limits.shared_memory == SharedMemory.COUNTED:
+        try:
+            cgroup = memory.confine(child.pid, limits.memory)
+        except OSError as err:
+            log.warning("memory: child %d could not be put in a cgroup (%s); %s runs in a "
+                        "child refusing shared memory instead", child.pid, err, who)
+            zygote.retire(child)
+            child = zygote.spawn(replace(limits, shared_memory=SharedMemory.REFUSED))
+    if memory is not None and memory.cpu is not None:
+        try:  # its fair share of the CPU (.cpushare), before it runs student code
+            memory.cpu.confine(child.pid, cgroup)
+        except OSError as err:
+            log.warning("cpu: child %d has no cpu share (%s); %s runs with its CPU "
+                        "rlimits alone", child.pid, err, who)
+    return child, cgroup
 
 
 def settle(memory: MemoryPlan | None, cgroup: ChildCgroup | None) -> tuple[int | None, bool]:

@@ -6,8 +6,8 @@ any thread of its own; each worker has its own link to the zygote
 next one already queued, and sends back a :class:`Graded` record: scores, notes, the
 autograded notebook and its feedback page. A worker that dies or overruns its watchdog is replaced and its
 submission reported as a grader error; the batch goes on. How the children's memory is
-bounded (:mod:`.memcg`) is chosen once per batch, before the workers are forked, and
-logged.
+bounded (:mod:`.memcg`) and how they share the CPU (:mod:`.cpushare`) is chosen once per
+batch, before the workers are forked, and logged.
 """
 
 from __future__ import annotations
@@ -69,10 +69,8 @@ class Graded:
 
 def _grade_one(task: Submission, settings: GradeSettings, zygote, memory=None,
                protection: str = "") -> Graded:
-    import nbformat
-
     from .feedback_page import render_feedback
-    from .graded_record import stamp
+    from .graded_record import stamp, written
     from .job import Job
     from .manifest import load
     from .pipeline import run
@@ -85,7 +83,7 @@ def _grade_one(task: Submission, settings: GradeSettings, zygote, memory=None,
                     review=job.review, timestamp=job.timestamp, memory_peak=job.memory_peak)
     if job.nb is not None and not job.stopped:
         stamp(job)  # what the page needs to be rendered again after hand grading
-        graded.notebook = nbformat.writes(job.nb)
+        graded.notebook = written(job.nb)  # always readable back (graded_record)
         graded.feedback = render_feedback(job)
     return graded
 
@@ -196,7 +194,7 @@ def grade_tasks(tasks: Iterable[Submission], settings: GradeSettings, *, jobs: i
         if started:
             started()
         return []
-    from . import memcg
+    from . import cpushare, memcg
     from .zygote_link import Zygote, ZygoteError
 
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
@@ -204,11 +202,13 @@ def grade_tasks(tasks: Iterable[Submission], settings: GradeSettings, *, jobs: i
     zygote = Zygote(isolate=verdict.level == Protection.NAMESPACES)
     memory = memcg.plan(cgroups=settings.cgroups)
     (log.warning if memory.mechanism == "none" else log.info)("%s", memory.describe())
+    count = max(1, min(jobs, len(tasks)))
+    memory.cpu = cpushare.plan(memory, workers=count, cgroups=settings.cgroups)
+    (log.warning if memory.cpu.mechanism == "rlimits" else log.info)("%s", memory.cpu.describe())
     try:
         _preload({t.assignment for t in tasks})
         _logging_handlers_flushed()
-        workers = [_Worker(ctx, settings, zygote, memory, verdict.level)
-                   for _ in range(max(1, min(jobs, len(tasks))))]
+        workers = [_Worker(ctx, settings, zygote, memory, verdict.level) for _ in range(count)]
         if started:
             started()
         return _run_batch(tasks, workers, ctx, settings, zygote, progress)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import uuid
 
 import nbformat
@@ -180,6 +181,15 @@ def _plain(key: str, value: object) -> bool:
     return key == "nbgrader" or isinstance(value, bool)
 
 
+def _utf8(name: str) -> bool:
+    """Whether ``name`` (as the OS gave it: undecodable bytes as surrogates) is UTF-8."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class CollectFiles:
     """Data files next to the notebook, which the student's code may read."""
 
@@ -191,6 +201,11 @@ class CollectFiles:
             rel = path.relative_to(job.folder)
             if path.is_symlink() or not path.is_file() or path.suffix == ".ipynb" \
                     or any(part.startswith(".") for part in rel.parts):
+                continue
+            if not _utf8(str(rel)):  # the wire's JSON header cannot carry it
+                shown = os.fsencode(rel).decode("utf-8", "replace")
+                job.note(f"数据文件名不是有效的 UTF-8，未随 notebook 一起运行：{shown}",
+                         f"a data file name is not valid UTF-8, left out: {shown}")
                 continue
             total += path.stat().st_size
             if len(job.files) >= MAX_DATA_FILES or total > MAX_DATA_BYTES:

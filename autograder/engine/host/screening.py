@@ -92,10 +92,12 @@ def _replace_surrogates(value: object) -> object:
     return value
 
 
-def read_notebook(raw: bytes) -> tuple[NotebookNode, list[tuple[str, str]]]:
+def read_notebook(raw: bytes, *, max_cells: int = MAX_CELLS
+                  ) -> tuple[NotebookNode, list[tuple[str, str]]]:
     """The notebook in ``raw``, within the bounds above, and the notes on what was
     repaired (fields of the wrong type, invalid Unicode); :class:`Stop` when it cannot
-    be read."""
+    be read. ``max_cells``: more, for a notebook grading wrote (deleted test cells put
+    back, see :func:`.graded_record.read_back`)."""
     try:
         text = raw.decode("utf-8")
         data = json.loads(text)
@@ -107,9 +109,9 @@ def read_notebook(raw: bytes) -> tuple[NotebookNode, list[tuple[str, str]]]:
     cells = data.get("cells") if isinstance(data, dict) else None
     if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
         raise _invalid("no list of cells")
-    if len(cells) > MAX_CELLS:
-        raise Stop(f"notebook 有 {len(cells)} 个单元格，超过上限 {MAX_CELLS}，无法评分",
-                   f"the notebook has {len(cells)} cells, more than {MAX_CELLS}")
+    if len(cells) > max_cells:
+        raise Stop(f"notebook 有 {len(cells)} 个单元格，超过上限 {max_cells}，无法评分",
+                   f"the notebook has {len(cells)} cells, more than {max_cells}")
     if json_depth(data) > MAX_DEPTH:
         raise Stop(f"notebook 的 JSON 嵌套过深（超过 {MAX_DEPTH} 层），无法评分",
                    f"the notebook's JSON nests deeper than {MAX_DEPTH} levels")

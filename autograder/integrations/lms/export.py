@@ -16,17 +16,20 @@ nothing for it until it is graded.
   ``Maximum Grade``, ``Last modified (grade)``; one assignment per file;
 - ``csv``: ``student_id, name``, one column per assignment, ``total`` (blank while a
   check is broken; an assignment not submitted is blank and adds nothing).
+
+Every text cell is spreadsheet-safe (:mod:`autograder.grading.spreadsheet`): a name a
+student chose never starts a formula; scores stay numbers.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from ...errors import CourseError
+from ...grading.spreadsheet import write_csv
 from ...settings import ASSIGNMENTS, EXPORT_FORMATS, RowStatus
 
 __all__ = ["FORMATS", "Gradebook", "load_gradebook", "export"]
@@ -160,6 +163,5 @@ def export(*, results: Path, to: str, out: Path, assignment: str | None = None,
         rows = _plain(book)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="", encoding="utf-8") as fh:
-        csv.writer(fh).writerows(rows)
+    write_csv(out, rows)  # a name a student chose is never a live formula (OWASP)
     return book

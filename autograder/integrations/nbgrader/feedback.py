@@ -16,7 +16,9 @@ Each page goes where ``generate_feedback`` puts its own and ``release_feedback``
 ``submission_secret.txt`` of the autograded submission beside it (``release_feedback``
 names the released file by a hash of that secret, and ``fetch_feedback`` finds it so).
 Every page is rendered before any is written, and each folder is replaced whole, so a
-failure leaves the old pages as they were.
+failure leaves the old pages as they were. An autograded notebook that cannot be read
+back costs only its own page: it is left out with a one-line note, every other page is
+written. Each page is bounded in time and work (:class:`~.feedback_page.Budget`).
 """
 
 from __future__ import annotations
@@ -30,14 +32,13 @@ from pathlib import Path
 from ...engine.host.feedback_page import render_feedback
 from ...engine.host.files import move_into, read_at_most
 from ...engine.host.gradebook import open_gradebook
-from ...engine.host.graded_record import RecordMissing, restore
+from ...engine.host.graded_record import MAX_AUTOGRADED, RecordMissing, read_back, restore
 from ...engine.host.hand_grades import apply_hand_grades, read_hand_grades
 from ...engine.host.job import Job
 from ...engine.host.manifest import load
-from ...engine.host.screening import read_notebook
 from ...engine.host.stop import Stop
 from ...errors import CourseError
-from ...settings import ASSIGNMENTS, DEFAULTS, MAX_NOTEBOOK_BYTES, check_assignment
+from ...settings import ASSIGNMENTS, DEFAULTS, check_assignment
 
 __all__ = ["Written", "write_feedback", "NBGRADER_FILES"]
 
@@ -45,9 +46,6 @@ log = logging.getLogger("autograder")
 
 #: The files of a submission ``release_feedback`` reads beside the page.
 NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")
-#: Largest autograded notebook read: a submission within MAX_NOTEBOOK_BYTES with its
-#: outputs (within the output budget) added.
-MAX_AUTOGRADED = 2 * MAX_NOTEBOOK_BYTES
 
 
 @dataclass
@@ -59,6 +57,8 @@ class Written:
     hand_graded: list[str] = field(default_factory=list)
     unreleasable: list[str] = field(default_factory=list)
     not_in_gradebook: list[str] = field(default_factory=list)
+    #: One line per autograded notebook left out: "student/assignment: why, what to do".
+    unreadable: list[str] = field(default_factory=list)
 
     def report(self) -> str:
         """What the command prints: the count, then what the instructor should know."""
@@ -69,6 +69,7 @@ class Written:
                             "release them (nbgrader submit/collect writes it)", self.unreleasable)):
             if keys:
                 lines.append(f"{what}: {', '.join(keys)}")
+        lines += [f"no page for {line}" for line in self.unreadable]
         return "\n".join(lines)
 
 
@@ -90,20 +91,22 @@ def _autograded(course: Path, assignment: str | None, student: str | None) -> li
     return found
 
 
+class Unreadable(Exception):
+    """An autograded notebook that cannot be read back: its page is left out."""
+
+
 def _job(course: Path, student: str, assignment: str) -> Job:
     """The graded submission, restored from its autograded notebook (read as hostile)."""
     folder = course / "autograded" / student / assignment
     path = folder / f"{assignment}.ipynb"
+    manifest = load(assignment)
     try:
-        raw = read_at_most(path, MAX_AUTOGRADED)
-        if len(raw) > MAX_AUTOGRADED:
-            raise Stop(f"超过 {MAX_AUTOGRADED >> 20} MB", f"larger than {MAX_AUTOGRADED >> 20} MB")
-        nb, _ = read_notebook(raw)
-        return restore(Job(student, assignment, folder, load(assignment), DEFAULTS), nb)
+        nb = read_back(read_at_most(path, MAX_AUTOGRADED), manifest)
+        return restore(Job(student, assignment, folder, manifest, DEFAULTS), nb)
     except (OSError, Stop, RecordMissing) as err:
         why = err.note.en if isinstance(err, Stop) else str(err)
-        raise CourseError(f"{path} cannot be read back ({why}): grade it again with "
-                          "autograder grade, then rerun autograder feedback") from None
+        raise Unreadable(f"{student}/{assignment}: {path} cannot be read back ({why}); "
+                         "grade it again with autograder grade") from None
 
 
 def _small_file(path: Path) -> bytes | None:
@@ -139,7 +142,12 @@ def _render(course: Path, keys: list[tuple[str, str]], written: Written) -> dict
     try:
         with open_gradebook(course / "gradebook.db") as gb:
             for key in keys:
-                job = _job(course, *key)
+                try:
+                    job = _job(course, *key)
+                except Unreadable as err:  # this student's page only
+                    written.unreadable.append(str(err))
+                    log.warning("feedback: %s", err)
+                    continue
                 hand = read_hand_grades(gb, student=key[0], assignment=key[1])
                 if hand is None:
                     written.not_in_gradebook.append("/".join(key))

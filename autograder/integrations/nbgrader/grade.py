@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ...engine.host.files import move_into
-from ...engine.host.gradebook import GradebookWriter
+from ...engine.host.gradebook import GradebookWriter, check_gradebook
 from ...engine.host.manifest import load
 from ...engine.host.pool import Submission
 from ...engine.host.protection import Verdict, decide
@@ -164,9 +164,11 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
     out = Path(out).resolve()
     course = course_root(Path(submissions), out)
     settings, verdict = _protection(settings, course, out, submissions, on_protection)
+    manifests = {a: load(a) for a in {s.assignment for s in subs} if a in ASSIGNMENTS}
+    # a gradebook that cannot take these scores is refused before anything is written
+    check_gradebook(course / "gradebook.db", manifests)
     if settings.salt == PRACTICE_SALT:
         settings = replace(settings, salt=load_salt(course=course, salt_file=salt_file))
-    manifests = {a: load(a) for a in {s.assignment for s in subs} if a in ASSIGNMENTS}
     out.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(out / "grading.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

@@ -1,5 +1,10 @@
-"""nbgrader preprocessors and filters for the pages nbgrader renders (the course's
-``nbgrader_config.py`` installs them).
+"""nbgrader preprocessors and filters (the course's ``nbgrader_config.py`` installs them).
+
+``nbgrader generate_assignment`` makes the release ``autograder build`` makes: its first
+step, :class:`AutograderRelease` (:func:`generate_assignment_preprocessors`), hands
+nbgrader's own steps the notebook as the package releases it, so the 作答说明 and the
+check cell are in the release and the gradebook gets the cells the package grades,
+whatever the extension setting (``c.Autograder.extensions``).
 
 nbgrader's feedback shows every cell as it was run, hidden tests included: that
 would hand students the hidden checks. :class:`HideHiddenTests` replaces each
@@ -23,11 +28,41 @@ from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from traitlets import Bool
 
+from ...authoring.parts import check_mode
+from ...authoring.views import student_edition
 from ...engine.host.hidden import HIDDEN_BEGIN, shown
 from ...engine.host.outputs import clean_outputs
 from ...engine.host.sanitize import safe_html
+from ...settings import DEFAULT_EXTENSIONS
 
-__all__ = ["HideHiddenTests", "BrowserSafe", "markdown2html"]
+__all__ = ["AutograderRelease", "generate_assignment_preprocessors", "HideHiddenTests",
+           "BrowserSafe", "markdown2html"]
+
+
+class AutograderRelease(Preprocessor):
+    """``generate_assignment``'s first step: the source notebook as the package releases
+    it (:func:`autograder.authoring.views.student_edition`), its 拓展 sections as
+    ``c.Autograder.extensions`` says. nbgrader's own steps then lock, clear and save it."""
+
+    enabled = Bool(True).tag(config=True)
+
+    def preprocess(self, nb, resources):  # noqa: D401 - nbconvert's signature
+        assignment = resources["nbgrader"]["assignment"]
+        return student_edition(nb, assignment, self.extension_mode()), resources
+
+    def extension_mode(self) -> str:
+        """The course's setting, read from the configuration nbgrader loaded (the same
+        ``nbgrader_config.py`` that ``autograder build`` reads)."""
+        section = self.config.get("Autograder") or {}
+        return check_mode(str(section.get("extensions", DEFAULT_EXTENSIONS)))
+
+
+def generate_assignment_preprocessors() -> list[type]:
+    """For ``c.GenerateAssignment.preprocessors``: :class:`AutograderRelease`, then
+    nbgrader's own steps, as this version of nbgrader declares them."""
+    from nbgrader.converters import GenerateAssignment
+
+    return [AutograderRelease, *GenerateAssignment.class_traits()["preprocessors"].default()]
 
 
 class HideHiddenTests(Preprocessor):
