@@ -46,6 +46,7 @@ _SLOW_FIRST = ("test_samples", "test_nbgrader_parity", "test_visible", "test_ban
                "test_nbgrader_exchange", "test_nbgrader_commands", "test_gradescope",
                "test_build", "test_browser_pages", "test_hostile", "test_hostile_cpu", "test_demo",
                "test_hostile_class", "test_hostile_edges_batch", "test_gradescope_hostile",
+               "test_protection",
                "test_hostile_checks",
                "test_parts", "test_lms", "test_checkd", "test_bank_q3", "test_hostile_decoding",
                "test_engine", "test_feedback_page", "test_hostile_decoding_batch",

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 
 from ..engine.host.manifest import load
 from ..engine.host.pool import Submission, grade_tasks
-from ..engine.host.protection import Verdict, decide
 from ..engine.host.stop import TIMEOUT, printable
 from ..settings import ASSIGNMENTS, GradeSettings, RowStatus, Status
 from .guard import Guard, Key, Remark
@@ -171,7 +170,7 @@ def grade_submissions(subs: list[Submission], *, settings: GradeSettings, jobs: 
                       on_graded: Callable[[object], None] | None = None,
                       remarks: dict[Key, Remark] | None = None,
                       guard: Guard | None = None,
-                      verdict: Verdict | None = None) -> tuple[list[Result], list]:
+                      verdict=None) -> tuple[list[Result], list]:
     """Grade ``subs``; returns the table rows and the engine's records (same order).
     ``started`` runs once the grading workers exist (see :func:`.engine.pool.grade_tasks`);
     ``on_graded`` gets each engine record as soon as it is done; ``remarks`` come from
@@ -179,7 +178,10 @@ def grade_submissions(subs: list[Submission], *, settings: GradeSettings, jobs: 
     and mark the rows again); ``verdict``: the protection decided up front
     (:mod:`autograder.engine.host.protection`), decided here when not given: where it
     refuses, :class:`~autograder.errors.Unprotected` is raised before anything runs."""
-    verdict = verdict or decide(isolate=settings.isolate)
+    if verdict is None:
+        from ..engine.host.protection import decide
+
+        verdict = decide(isolate=settings.isolate)
     verdict.require(settings.allow_unprotected)
     remarks, guard = remarks or {}, guard or Guard()
     manifests, results, tasks, where = {}, [None] * len(subs), [], []

@@ -22,11 +22,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...errors import SandboxUnavailable, Unprotected
 from ...settings import GradeSettings
 from ..protocol.limits import Protection
-from .protection import UNPROTECTED, Verdict, decide
+
+if TYPE_CHECKING:  # the probe's Linux-only pieces load only when a batch runs
+    from .protection import Verdict
 
 __all__ = ["Submission", "Graded", "grade_tasks", "SandboxUnavailable", "Unprotected", "WATCHDOG_SLACK"]
 
@@ -107,6 +110,8 @@ def _worker(conn: Connection, settings: GradeSettings, level: int, zygote, memor
         zygote.close()
         return
     conn.send(("ready", (isolation.protection, isolation.missing)))
+    from .protection import UNPROTECTED
+
     marker = UNPROTECTED if expected == Protection.NONE else str(expected)
     try:
         while True:
@@ -187,6 +192,8 @@ def grade_tasks(tasks: Iterable[Submission], settings: GradeSettings, *, jobs: i
     ``verdict``: the protection decided up front (:mod:`.protection`; decided here when
     not given); where it refuses, :class:`Unprotected` is raised before any child runs.
     """
+    from .protection import decide
+
     tasks = list(tasks)
     verdict = verdict or decide(isolate=settings.isolate)
     verdict.require(settings.allow_unprotected)
