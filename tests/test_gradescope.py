@@ -191,6 +191,7 @@ def test_scores_equal_autograder_grade(runs):
         assert {c: tests[c]["score"] for c in auto} == auto, logs[name]
         assert data[name]["score"] == row.auto_score
         assert data[name]["extra_data"]["student"] == student
+        assert data[name]["extra_data"]["protection"] == row.protection == "namespaces"
     assert data["perfect"]["score"] == load(A).auto_max
     assert data["mistake"]["score"] < load(A).auto_max
 

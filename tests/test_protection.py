@@ -319,3 +319,19 @@ def test_a_folder_that_is_not_a_submissions_folder_is_refused(tmp_path, layout):
     done = CliRunner().invoke(main, ["grade", str(folder), "--out", str(tmp_path / "out")])
     assert done.exit_code == 2 and len(done.output.strip().splitlines()) == 1, done.output
     assert done.output.startswith("error: ") and not (tmp_path / "out").exists()
+
+
+def test_the_pool_refuses_a_zygote_that_gives_another_protection(tmp_path):
+    """Decided up front: separate-user. The zygote (started without namespaces, as root,
+    whose students cannot read this Python) would give none: no child runs."""
+    require_root()
+    from autograder.engine.host.pool import Submission, grade_tasks
+    from autograder.settings import GradeSettings
+
+    if not protection.studentuser.unreadable_python(
+            protection.studentuser.StudentUser(STUDENT_UID, STUDENT_UID)):
+        pytest.skip("this Python is readable by the student uid: the zygote would agree")
+    expected = Verdict(Protection.SEPARATE_USER, "decided up front")
+    with pytest.raises(Unprotected, match="gave none where separate-user was expected"):
+        grade_tasks([Submission("ann", A, tmp_path)], GradeSettings(salt="x"), jobs=1,
+                    verdict=expected)
