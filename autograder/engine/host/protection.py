@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import Unprotected
-from ...settings import PACKAGE_DIR
+from ...settings import PACKAGE_DIR, STUDENT_UID
 from ..child import sandbox, studentuser
 from ..protocol.limits import Protection
 
@@ -101,8 +101,9 @@ def decide(*, isolate: bool = True, private: Iterable[Path] = (), secrets: bool 
                        "so no separate user either")
     users, why_not = studentuser.Users.find()
     if users is None:
-        return Verdict(Protection.NONE, refused, blocked=f"{why_not}: run the grader with "
-                       "CAP_SETUID, CAP_SETGID and CAP_CHOWN, or where user namespaces are allowed")
+        return Verdict(Protection.NONE, refused, blocked=f"{why_not}: grade where user "
+                       "namespaces are allowed, or as a root holding CAP_SETUID, CAP_SETGID "
+                       f"and CAP_CHOWN with uids from {STUDENT_UID} on free")
     blocked = _separate_user_blocked(users.candidates[0], private, secrets)
     return Verdict(Protection.SEPARATE_USER, f"{refused}; each child runs as a separate "
                    f"user ({users.describe()}) that cannot read the grader's package or the "
