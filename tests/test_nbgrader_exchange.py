@@ -46,7 +46,8 @@ COURSE_ID = "llm-lecture9-self-attention"
 def _runs(python: str, user: str) -> bool:
     try:
         return subprocess.run([python, "-c", "import numpy, nbgrader"], capture_output=True,
-                              env={"PYTHONPATH": str(ROOT)}, **_as(user)).returncode == 0
+                              env={"PYTHONPATH": os.pathsep.join([str(ROOT), SUBPROCESS_PATH])},
+                              **_as(user)).returncode == 0
     except PermissionError:  # under a folder only root may enter
         return False
 
