@@ -38,20 +38,20 @@ def sample_batch(tmp_path_factory):
     return grade_sample_batch(tmp_path_factory.mktemp("samples"))
 
 
-#: Test modules slowest first (measured with ``--durations``): xdist hands out whole
-#: modules (or groups, below) in this order, each worker taking the next when it is almost
-#: done, so the longest go first and the short ones fill both workers' ends.
+#: Test modules slowest first (``--durations=0`` summed per module, a whole run): xdist
+#: hands out whole modules (or groups, below) in this order, each worker taking the next
+#: when it is almost done, so the longest go first and the short ones fill both workers'
+#: ends. (test_hostile, whose cells have 2 s, goes before test_hostile_cpu's hog.)
 _SLOW_FIRST = ("test_samples", "test_nbgrader_parity", "test_visible", "test_bank_q4",
-               "test_bank_q2", "test_bank_q1", "test_bank_q5", "test_grade",
-               "test_nbgrader_exchange", "test_nbgrader_commands", "test_gradescope",
-               "test_build", "test_browser_pages", "test_hostile", "test_hostile_cpu", "test_demo",
-               "test_hostile_class", "test_hostile_edges_batch", "test_gradescope_hostile",
-               "test_protection",
-               "test_hostile_checks",
-               "test_parts", "test_lms", "test_checkd", "test_bank_q3", "test_hostile_decoding",
-               "test_engine", "test_feedback_page", "test_hostile_decoding_batch",
-               "test_memory", "test_outputs_safety", "test_prose", "test_layering", "test_guard",
-               "test_studentuser", "test_integrity")
+               "test_bank_q2", "test_bank_q1", "test_bank_q5", "test_nbgrader_exchange",
+               "test_grade", "test_gradescope", "test_hostile", "test_demo",
+               "test_hostile_class", "test_hostile_cpu", "test_nbgrader_commands",
+               "test_checkd", "test_bank_q3", "test_build", "test_gradescope_hostile", "test_protection",
+               "test_hostile_decoding", "test_hostile_checks", "test_lms",
+               "test_hostile_edges_batch", "test_browser_pages", "test_engine", "test_layering",
+               "test_memory", "test_parts", "test_selfcheck_cell", "test_report",
+               "test_hostile_decoding_batch", "test_feedback_page", "test_guard",
+               "test_studentuser", "test_outputs_safety", "test_prose", "test_integrity")
 
 #: Modules that share a session fixture run on one worker, as one unit: a module -> its
 #: group (every other module is a group of its own).

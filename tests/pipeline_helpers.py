@@ -12,6 +12,10 @@ from autograder.samples import sample_class, write_class
 
 ROOT = Path(__file__).resolve().parent.parent
 A = "q1_value_scaling"
+#: The suite's stand-in for rfc3987_syntax (``tests/subprocess_path``, on PYTHONPATH by
+#: ``conftest.py``), for a subprocess whose PYTHONPATH a test sets itself: 2 s less of
+#: every start that imports nbformat.
+SUBPROCESS_PATH = str(ROOT / "tests" / "subprocess_path")
 
 
 def mini_repo(folder: Path, assignments: tuple[str, ...] = (A,)) -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from click.testing import CliRunner
-from pipeline_helpers import A, read_nb, sample_submissions, without_plots
+from pipeline_helpers import SUBPROCESS_PATH, A, read_nb, sample_submissions, without_plots
 
 from autograder.cli import main
 from autograder.engine.host.manifest import load
@@ -88,7 +88,7 @@ def _root(base: Path, source: Path, site: Path, name: str, files: dict[str, byte
 
 def _start(root: Path, site: Path) -> subprocess.Popen:
     env = {**os.environ, "GRADESCOPE_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable,
-           "PYTHONPATH": str(site)}
+           "PYTHONPATH": os.pathsep.join([str(site), SUBPROCESS_PATH])}
     return subprocess.Popen(["bash", str(root / "source" / "run_autograder")], cwd=root,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)

@@ -105,6 +105,7 @@ def test_the_page_would_hide_it_if_verdicts_were_known_by_name(monkeypatch):
     """The test above fails for the old rule (outputs dropped by ``ename``)."""
     real = feedback_page._output
     monkeypatch.setattr(feedback_page, "_output",
-                        lambda out: "" if out.get("ename") == "CheckFailed" else real(out))
+                        lambda out, budget: "" if out.get("ename") == "CheckFailed"
+                        else real(out, budget))
     page, _ = _page_with_spoof()
     assert "学生自己定义的错误" not in page

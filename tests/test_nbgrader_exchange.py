@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import ROOT, mini_repo, read_nb, write_nb
+from pipeline_helpers import ROOT, SUBPROCESS_PATH, mini_repo, read_nb, write_nb
 
 from autograder.authoring import cells as nbs
 from autograder.authoring.course import nbgrader
@@ -46,7 +46,8 @@ COURSE_ID = "llm-lecture9-self-attention"
 def _runs(python: str, user: str) -> bool:
     try:
         return subprocess.run([python, "-c", "import numpy, nbgrader"], capture_output=True,
-                              env={"PYTHONPATH": str(ROOT)}, **_as(user)).returncode == 0
+                              env={"PYTHONPATH": os.pathsep.join([str(ROOT), SUBPROCESS_PATH])},
+                              **_as(user)).returncode == 0
     except PermissionError:  # under a folder only root may enter
         return False
 
@@ -100,7 +101,8 @@ class Student:
             raise
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
-        env = {"HOME": str(self.home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
+        env = {"HOME": str(self.home), "PATH": "/usr/bin:/bin",
+               "PYTHONPATH": os.pathsep.join([str(ROOT), SUBPROCESS_PATH]),
                "PYTHONWARNINGS": "ignore", "AUTOGRADER_CHECK_DAEMON": "0",
                "XDG_RUNTIME_DIR": str(self.home), "LANG": "C.UTF-8"}
         return subprocess.run([self.python, "-m", *args], cwd=self.home, env=env,
