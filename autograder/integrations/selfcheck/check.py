@@ -3,6 +3,11 @@
 The same pipeline as ``autograder grade`` (sandboxed child, checks in this process), with
 the public practice salt, figures left unrendered and nothing written anywhere. It needs
 only the installed package (its manifests) and the notebook, never ``source/``.
+
+Where the sandbox's zygote cannot run (macOS, Windows, a Linux without what it needs, or
+a zygote that fails to start) the notebook runs in a plain child process instead
+(:mod:`autograder.engine.host.plainchild`): the same checks here, the same report, and
+a line saying which way it ran (:attr:`Checked.mode`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,11 @@ from pathlib import Path
 from ...errors import CourseError
 from ...settings import DEFAULTS, PRACTICE_SALT, GradeSettings, Status, check_assignment
 
-__all__ = ["Outcome", "run_check_notebook"]
+__all__ = ["Outcome", "Checked", "run_check_notebook"]
+
+#: How the notebook ran: the zygote's :class:`~autograder.engine.protocol.limits.Protection`
+#: (``namespaces``, ``separate-user``, ``none``) or ``plain`` (a plain child process).
+PLAIN = "plain"
 
 
 @dataclass
@@ -40,6 +49,15 @@ class Outcome:
         return 0.0 if self.practice or not self.passed else self.points
 
 
+class Checked(list):
+    """The outcomes, one per graded cell (a list: equal to a list of the same outcomes),
+    and ``mode``: how the notebook ran."""
+
+    def __init__(self, outcomes=(), mode: str = "") -> None:
+        super().__init__(outcomes)
+        self.mode = mode
+
+
 def _read(notebook: Path):
     import nbformat
 
@@ -53,40 +71,53 @@ def _read(notebook: Path):
 
 
 def run_check_notebook(*, notebook: Path, assignment: str | None = None,
-                       timeout: float | None = None, zygote=None) -> list[Outcome]:
-    """The check itself, with ``zygote`` (a warm one) or a new single-use one."""
+                       timeout: float | None = None, zygote=None) -> Checked:
+    """The check itself, with ``zygote`` (a warm one) or a new single-use one; a plain
+    child where no zygote can run here or it does not start."""
+    import logging
+
     from ...engine.host.manifest import detect_assignment
-    from ...engine.host.zygote_link import Zygote
+    from ...engine.host.plainchild import PlainSpawner, zygote_missing
+    from ...engine.host.zygote_link import Zygote, ZygoteError
 
     notebook = Path(notebook)
     nb = _read(notebook)
     a = check_assignment(assignment) if assignment else detect_assignment(notebook, nb)
     if zygote is not None:
         return _run(notebook, a, zygote, timeout)
-    # the zygote starts now and warms up while this process loads the checks
-    zygote = Zygote(figures=False, warm=False, tokenizer=a == "q5_cost_scaling")
-    try:
-        return _run(notebook, a, zygote, timeout)
-    finally:
-        zygote.close()
+    missing = zygote_missing()
+    if not missing:
+        try:  # the zygote starts now and warms up while this process loads the checks
+            zygote = Zygote(figures=False, warm=False, tokenizer=a == "q5_cost_scaling")
+            try:
+                return _run(notebook, a, zygote, timeout)
+            finally:
+                zygote.close()
+        except (ZygoteError, OSError) as err:  # a partial sandbox: a plain child checks
+            missing = str(err)
+            logging.getLogger("autograder.engine").warning("check without the sandbox: %s", err)
+    return _run(notebook, a, PlainSpawner(missing), timeout)
 
 
-def _run(notebook: Path, assignment: str, zygote, timeout: float | None) -> list[Outcome]:
+def _run(notebook: Path, assignment: str, zygote, timeout: float | None) -> Checked:
     from ...bank import checks_for
     from ...engine.host.job import Job
     from ...engine.host.manifest import load
     from ...engine.host.pipeline import PIPELINE, run
+    from ...engine.host.plainchild import PlainSpawner
     from ...engine.host.prepare import FindNotebook
 
     checks_for(assignment)  # load the checks while the zygote starts
     manifest = load(assignment)
+    isolation = zygote.isolation  # a zygote that cannot start raises here, before any cell
     settings = GradeSettings(cell_timeout=timeout or DEFAULTS.cell_timeout, salt=PRACTICE_SALT)
     job = Job("", assignment, notebook.parent, manifest, settings, zygote=zygote)
     job.notebook_path = notebook
     run(job, steps=tuple(s for s in PIPELINE if not isinstance(s, FindNotebook)))
     if job.stopped:
         raise CourseError(f"{notebook.name}: {job.notes[-1].en}")
-    outcomes = []
+    outcomes = Checked(mode=PLAIN if isinstance(zygote, PlainSpawner)
+                       else str(isolation.protection))
     for spec in (*manifest.graded, *manifest.practice):
         if spec.is_manual:
             continue

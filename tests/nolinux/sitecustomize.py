@@ -1,0 +1,34 @@
+"""An interpreter without what only Linux has: loaded as ``sitecustomize`` (this folder on
+``PYTHONPATH``), it removes ``fcntl``, ``resource``, ``os.fork``, ``os.unshare``,
+``socket.AF_UNIX`` (and the descriptor passing over it) and ``/proc``, as on macOS or
+Windows. The check must still run, the same report, through a plain child.
+"""
+
+import builtins
+import io
+import os
+import socket
+import sys
+
+for _module in ("fcntl", "resource"):
+    sys.modules[_module] = None  # `import fcntl` raises ImportError
+for _owner, _names in ((os, ("fork", "forkpty", "unshare", "setns", "register_at_fork")),
+                       (socket, ("AF_UNIX", "SOCK_SEQPACKET", "send_fds", "recv_fds"))):
+    for _name in _names:
+        if hasattr(_owner, _name):
+            delattr(_owner, _name)
+
+
+def _no_proc(function):
+    def wrapper(path, *args, **kwargs):
+        text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else ""
+        if text == "/proc" or text.startswith("/proc/"):
+            raise FileNotFoundError(2, "No such file or directory (no /proc here)", text)
+        return function(path, *args, **kwargs)
+
+    return wrapper
+
+
+builtins.open = io.open = _no_proc(io.open)
+for _name in ("open", "listdir", "scandir", "stat", "lstat", "readlink"):
+    setattr(os, _name, _no_proc(getattr(os, _name)))
