@@ -4,6 +4,9 @@
 # a fresh venv, `pip install` of the wheel, `autograder check` on a right notebook
 # (exit 0, full total) and on the unanswered release (exit 1, total 0), and one small
 # `autograder grade` of both. Fails loudly when an interpreter is missing.
+# Then, where the system Python is externally managed (Debian 12, Ubuntu 24.04): `pip` into
+# it is refused, and the README's routes work: `%pip install` in a notebook whose kernel is
+# a venv of it, then the check cell; and `autograder check` from that venv in a terminal.
 # Usage: .ci/smoke.sh [MINOR ...]   (default: 3.10 3.13)
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -60,6 +63,36 @@ smoke() {  # $1 minor version
 python3 -m pip wheel -q --no-deps -w "$work/dist" "$repo" >"$work/wheel.log" 2>&1 \
   || { cat "$work/wheel.log"; fail "pip wheel"; }
 wheel="$(ls "$work"/dist/*.whl)"
+rm -rf "$repo/build"  # setuptools' staging folder (git-ignored)
+system_python() {  # Debian's /usr/bin/python3: refused; then a venv of it as the kernel
+  local python=/usr/bin/python3 kernel="$work/system-kernel" started
+  started=$SECONDS
+  if "$python" -m pip install -q "$wheel" >"$work/system-pip.log" 2>&1; then
+    fail "pip into the externally managed $python was not refused"
+  fi
+  grep -q externally-managed-environment "$work/system-pip.log" || fail "pip refused, but not as PEP 668"
+  # a kernel with only Jupyter's own packages: the notebook %pip-installs the wheel into it
+  "$python" -m venv "$kernel"
+  { "$kernel/bin/pip" install -q ipykernel nbclient \
+    && "$kernel/bin/python" -m ipykernel install --prefix "$kernel" --name python3; } \
+    >"$work/system-kernel.log" 2>&1 || { cat "$work/system-kernel.log"; fail "a kernel of $python"; }
+  JUPYTER_PATH="$kernel/share/jupyter" AUTOGRADER_CHECK_DAEMON=0 "$kernel/bin/python" \
+    "$repo/.ci/student_notebook.py" "$wheel" "$work/right/$assignment.ipynb" \
+    "$repo/release/$assignment/$assignment.ipynb" "$work/student" >"$work/student.out" 2>&1 \
+    || { cat "$work/student.out"; fail "%pip install and the check cell"; }
+  grep -q "总分：20 / 20 分" "$work/student.out" || { cat "$work/student.out"; fail "check cell total"; }
+  expect_check "$kernel" "wrong/$assignment.ipynb" 1 "总分：0 / 20 分"  # the same venv, in a terminal
+  echo "smoke: $("$python" --version) (externally managed): pip refused; %pip in a venv kernel," \
+       "check cell 20/20, terminal check 0/20: ok in $((SECONDS - started)) s"
+}
+
 if [ $# -eq 0 ]; then set -- 3.10 3.13; fi
 for minor in "$@"; do smoke "$minor"; done
-echo "smoke: $# passed, 0 failed"  # a failure exits above, naming what failed
+passed=$#
+if compgen -G "/usr/lib/python3*/EXTERNALLY-MANAGED" >/dev/null && [ -x /usr/bin/python3 ]; then
+  system_python
+  passed=$((passed + 1))
+else
+  echo "smoke: no externally managed system Python here: that part skipped"
+fi
+echo "smoke: $passed passed, 0 failed"  # a failure exits above, naming what failed

@@ -76,9 +76,20 @@ def unsaved(executed: Iterable[str], path: Path) -> list[str]:
                  for c in nb.get("cells", []) if c.get("cell_type") == "code"}
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
         return []
-    saved = {s.strip() for s in saved}
+    saved = {s.strip() for s in saved} | {s.strip() for s in map(_as_run, saved)}
     return [src for src in executed if isinstance(src, str) and src.strip()
             and "check_here(" not in src and src.strip() not in saved]
+
+
+def _as_run(source: str) -> str:
+    """A cell's code as IPython's history (``In``) holds it: magics such as ``%pip``
+    rewritten to calls; the source itself outside IPython."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        return TransformerManager().transform_cell(source)
+    except Exception:  # no IPython, or a cell it cannot parse: compare as written
+        return source
 
 
 def colab_notebook() -> dict | None:
