@@ -146,6 +146,22 @@ def test_a_plain_child_that_ignores_interrupts_is_killed_at_its_limit(monkeypatc
     assert spawned[0].proc.poll() is not None and not spawned[0].home.exists()
 
 
+def test_a_zygote_that_does_not_start_leaves_the_check_to_a_plain_child(monkeypatch, notebooks):
+    """A partial sandbox (the zygote cannot start): the check still runs, and says how."""
+    from autograder.engine.host import zygote_link
+    from autograder.integrations.selfcheck.check import run_check_notebook
+
+    class Broken(zygote_link.Zygote):
+        @property
+        def isolation(self):
+            raise zygote_link.ZygoteError("the sandbox's zygote did not start (a test)")
+
+    monkeypatch.setattr(zygote_link, "Zygote", Broken)
+    outcomes = run_check_notebook(notebook=notebooks["wrong"])
+    assert outcomes.mode == "plain"
+    assert sum(o.earned for o in outcomes) == 19 and len(outcomes) >= 17
+
+
 # ------------------------------------------------------------------ a shared hub
 
 
