@@ -96,3 +96,13 @@ def test_a_file_the_zygote_closed_after_listing_it_is_skipped(tmp_path):
             os.fstat(fd_gone)
     finally:
         os.close(fd_kept)
+
+
+def test_a_due_date_in_utc_with_z_is_read_on_every_python():
+    """``--due 2026-12-01T15:59Z``: Python 3.10's ``fromisoformat`` refuses the ``Z``."""
+    from datetime import datetime
+
+    from autograder.grading.report_rows import parse_due
+
+    due = parse_due(["2026-12-01T15:59Z", "q1_value_scaling=2026-12-01T23:59+08:00"])
+    assert due[None] == due["q1_value_scaling"] == datetime(2026, 12, 1, 15, 59)
