@@ -146,6 +146,25 @@ def test_a_plain_child_that_ignores_interrupts_is_killed_at_its_limit(monkeypatc
     assert spawned[0].proc.poll() is not None and not spawned[0].home.exists()
 
 
+def test_a_plain_child_has_a_memory_limit_where_the_system_offers_one():
+    """Linux without the zygote: the address space is limited (a 4 GiB array is refused
+    at once, without being allocated); its working folder is its own and goes with it."""
+    from autograder.engine.host.plainchild import PlainSpawner
+    from autograder.engine.protocol.limits import SandboxLimits
+
+    spawner = PlainSpawner("a test")
+    child = spawner.spawn(SandboxLimits(memory=256 << 20))
+    try:
+        reply = child.run("import numpy as np\nx = np.ones(1 << 29)", seconds=30)
+        assert not reply["ok"]
+        assert any(o.get("ename") == "MemoryError" for o in reply["outputs"]), reply
+        where = child.run("import os\nprint(os.getcwd())", seconds=30)
+        assert where["outputs"][0]["text"].strip() == str(child.home)
+    finally:
+        spawner.retire(child)
+    assert child.proc.poll() is not None and not child.home.exists()
+
+
 def test_a_zygote_that_does_not_start_leaves_the_check_to_a_plain_child(monkeypatch, notebooks):
     """A partial sandbox (the zygote cannot start): the check still runs, and says how."""
     from autograder.engine.host import zygote_link
