@@ -45,7 +45,8 @@ _SLOW_FIRST = ("test_samples", "test_nbgrader_parity", "test_visible", "test_ban
                "test_bank_q2", "test_bank_q1", "test_bank_q5", "test_grade", "test_gradescope",
                "test_build", "test_browser_pages", "test_hostile", "test_demo",
                "test_hostile_class", "test_gradescope_hostile", "test_hostile_checks",
-               "test_parts", "test_lms", "test_checkd", "test_bank_q3", "test_hostile_decoding",
+               "test_parts", "test_lms", "test_checkd", "test_selfcheck_everywhere", "test_bank_q3",
+               "test_hostile_decoding",
                "test_engine", "test_feedback_page", "test_hostile_decoding_batch",
                "test_memory", "test_outputs_safety", "test_prose", "test_layering", "test_guard",
                "test_studentuser", "test_integrity")
