@@ -245,3 +245,19 @@ def test_modules_another_user_planted_never_run_in_a_check(notebooks, other_user
     finally:
         checkd.stop()
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_when_not_even_a_plain_child_starts_the_check_says_so_in_one_line(monkeypatch,
+                                                                          notebooks):
+    from autograder.engine.host import plainchild, zygote_link
+    from autograder.errors import CourseError
+    from autograder.integrations.selfcheck.check import run_check_notebook
+
+    def refused(self, limits):
+        raise zygote_link.ZygoteError("a plain child did not start (connection refused)")
+
+    monkeypatch.setattr(plainchild, "zygote_missing", lambda: "a test without the sandbox")
+    monkeypatch.setattr(plainchild.PlainSpawner, "spawn", refused)
+    with pytest.raises(CourseError, match="本机无法启动运行 notebook 的子进程") as caught:
+        run_check_notebook(notebook=notebooks["right"])
+    assert "\n" not in str(caught.value) and "127.0.0.1" in str(caught.value)

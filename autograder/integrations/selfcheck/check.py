@@ -96,7 +96,12 @@ def run_check_notebook(*, notebook: Path, assignment: str | None = None,
         except (ZygoteError, OSError) as err:  # a partial sandbox: a plain child checks
             missing = str(err)
             logging.getLogger("autograder.engine").warning("check without the sandbox: %s", err)
-    return _run(notebook, a, PlainSpawner(missing), timeout)
+    try:
+        return _run(notebook, a, PlainSpawner(missing), timeout)
+    except ZygoteError as err:  # not even a plain child: say so, in one line
+        raise CourseError(f"本机无法启动运行 notebook 的子进程 / cannot start a process to run "
+                          f"the notebook ({err}): allow Python to connect to 127.0.0.1 "
+                          "(a firewall may block it) and run the check again") from None
 
 
 def _run(notebook: Path, assignment: str, zygote, timeout: float | None) -> Checked:
