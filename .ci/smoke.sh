@@ -32,6 +32,23 @@ expect_check() {  # $1 venv, $2 notebook, $3 expected exit code, $4 expected tot
   grep -q "$4" <<<"$out" || { echo "$out"; fail "check $2: no line '$4'"; }
 }
 
+warm_check() {  # $1 venv, $2 a home: the daemon started by a check answers the next one
+  local out
+  mkdir -p "$2"
+  for _ in 1 2 3; do
+    out="$(cd "$work" && env -u XDG_RUNTIME_DIR HOME="$2" "$1/bin/autograder" check \
+      "right/$assignment.ipynb")" || { echo "$out"; fail "check with the daemon"; }
+    [ -S "$2/.cache/attention-autograder/check.sock" ] && break
+    sleep 2
+  done
+  out="$(cd "$work" && env -u XDG_RUNTIME_DIR HOME="$2" "$1/bin/autograder" check \
+    "right/$assignment.ipynb")" || { echo "$out"; fail "check answered by the daemon"; }
+  grep -q "总分：20 / 20 分" <<<"$out" || { echo "$out"; fail "the daemon's total"; }
+  grep -q "serving" "$2/.cache/attention-autograder/checkd.log" || fail "no daemon served"
+  env -u XDG_RUNTIME_DIR HOME="$2" "$1/bin/python" -c \
+    "from autograder.integrations.selfcheck import daemon; daemon.stop()"
+}
+
 smoke() {  # $1 minor version
   local python venv course started
   python="$(interpreter "$1")"
@@ -45,6 +62,7 @@ smoke() {  # $1 minor version
   cp "$repo/release/$assignment/$assignment.ipynb" "$work/wrong/"
   expect_check "$venv" "right/$assignment.ipynb" 0 "总分：20 / 20 分"
   expect_check "$venv" "wrong/$assignment.ipynb" 1 "总分：0 / 20 分"
+  warm_check "$venv" "$work/home-$1"
   course="$work/course-$1"
   for who in right wrong; do
     mkdir -p "$course/submitted/$who/$assignment"
@@ -57,7 +75,7 @@ smoke() {  # $1 minor version
   grep -q "^right,$assignment,ok,20.0,20.0" "$course/grades/scores.csv" \
     && grep -q "^wrong,$assignment,ok,0.0,20.0" "$course/grades/scores.csv" \
     || { cat "$course/grades/scores.csv"; fail "grade scores on Python $1"; }
-  echo "smoke: $("$python" --version): install, check (right 20/20, wrong 0/20), grade: ok" \
+  echo "smoke: $("$python" --version): install, check (right 20/20, wrong 0/20, daemon), grade: ok" \
        "in $((SECONDS - started)) s"
 }
 
