@@ -96,6 +96,8 @@ def _colab_standin(folder: Path, notebook: Path | None) -> Path:
     (folder / "google" / "__init__.py").write_text("")
     (package / "__init__.py").write_text("")
     nb = json.loads(notebook.read_text(encoding="utf-8")) if notebook else None
+    if nb:  # as Colab's front end may send it: no format numbers, no notebook metadata
+        nb = {"cells": nb["cells"]}
     (package / "_message.py").write_text(
         "import json\n"
         f"NB = json.loads({json.dumps(json.dumps(nb))})\n"

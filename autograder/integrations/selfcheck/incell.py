@@ -145,6 +145,8 @@ def _check_colab(assignment: str, nb: dict) -> None:
     folder = Path(tempfile.mkdtemp(prefix="autograder-colab-"))
     try:
         path = folder / f"{assignment}.ipynb"
+        # the front end's JSON may leave out what a file on disk always has
+        nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, **nb}
         path.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
         print("检查的是 Colab 中打开的这个 notebook 的当前内容（包括还没保存的修改）。")
         _report(path, assignment)
