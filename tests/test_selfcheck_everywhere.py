@@ -80,6 +80,7 @@ def test_without_linux_the_check_and_the_cell_report_as_on_linux(notebooks, whic
     assert linux.returncode == (0 if which == "right" else 1), linux.stderr
     elsewhere = _check(notebook, _env(PYTHONPATH=str(NOLINUX)))
     assert elsewhere.returncode == linux.returncode, elsewhere.stderr
+    assert "Traceback" not in elsewhere.stderr, elsewhere.stderr  # no step failed on the way
     want, got = linux.stdout.splitlines(), elsewhere.stdout.splitlines()
     assert got[:-1] == want[:-1] and got[-1] == mode_line("plain") != want[-1]
     assert want[-2].startswith("总分：20 / 20 分" if which == "right" else "总分：19 / 20 分")

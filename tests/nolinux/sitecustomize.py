@@ -1,19 +1,24 @@
 """An interpreter without what only Linux has: loaded as ``sitecustomize`` (this folder on
 ``PYTHONPATH``), it removes ``fcntl``, ``resource``, ``os.fork``, ``os.unshare``,
 ``socket.AF_UNIX`` (and the descriptor passing over it) and ``/proc``, as on macOS or
-Windows. The check must still run, the same report, through a plain child.
+Windows, and what Windows also lacks of what the check's own code uses: ``O_NOFOLLOW``,
+``O_NONBLOCK``, the interval timer and ``SIGALRM``, ``killpg``, ``getuid``. The check
+must still run, the same report, through a plain child.
 """
 
 import builtins
 import io
 import os
+import signal
 import socket
 import sys
 
 for _module in ("fcntl", "resource"):
     sys.modules[_module] = None  # `import fcntl` raises ImportError
-for _owner, _names in ((os, ("fork", "forkpty", "unshare", "setns", "register_at_fork")),
-                       (socket, ("AF_UNIX", "SOCK_SEQPACKET", "send_fds", "recv_fds"))):
+for _owner, _names in ((os, ("fork", "forkpty", "unshare", "setns", "register_at_fork",
+                             "O_NOFOLLOW", "O_NONBLOCK", "killpg", "getuid")),
+                       (socket, ("AF_UNIX", "SOCK_SEQPACKET", "send_fds", "recv_fds")),
+                       (signal, ("setitimer", "getitimer", "SIGALRM", "ITIMER_REAL"))):
     for _name in _names:
         if hasattr(_owner, _name):
             delattr(_owner, _name)
