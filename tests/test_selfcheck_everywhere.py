@@ -188,17 +188,20 @@ def test_a_zygote_that_does_not_start_leaves_the_check_to_a_plain_child(monkeypa
 
 
 @pytest.fixture
-def other_user():
-    """A second real user (root only: created for the test, removed after)."""
-    if os.geteuid() != 0 or not shutil.which("useradd"):
-        pytest.skip("needs root to create a second user")
-    name = f"ag-hub-{os.getpid()}"
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-                    name], check=True, capture_output=True)
-    try:
-        yield name
-    finally:
-        subprocess.run(["userdel", name], capture_output=True)
+def other_user() -> int:
+    """Another user: a uid and gid of no account (no /etc/passwd entry to add, lock or
+    leave behind); root only, to act as that user."""
+    import pwd
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as a second user")
+    uid = 64000
+    while True:
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return uid
+        uid += 1
 
 
 PLANT = ("import os, sys\n"
@@ -227,7 +230,8 @@ def test_modules_another_user_planted_never_run_in_a_check(notebooks, other_user
             code = PLANT.format(marker=str(marker), folder=str(folder))
             subprocess.run(["sh", "-c", f"cat > {folder}/json.py; mkdir -p {shared}/"
                             f"attention-autograder-{uid}"], input=code, text=True,
-                           user=other_user, check=True)
+                           user=other_user, group=other_user, extra_groups=[], check=True)
+        assert {(f / "json.py").stat().st_uid for f in (shared, course)} == {other_user}
         env = _env(TMPDIR=str(shared), HOME=str(home))
         env.pop("XDG_RUNTIME_DIR", None)
         monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
