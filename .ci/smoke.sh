@@ -63,6 +63,9 @@ smoke() {  # $1 minor version
   expect_check "$venv" "right/$assignment.ipynb" 0 "总分：20 / 20 分"
   expect_check "$venv" "wrong/$assignment.ipynb" 1 "总分：0 / 20 分"
   warm_check "$venv" "$work/home-$1"
+  # without what only Linux has (as on macOS, Windows): a plain child, the same total
+  PYTHONPATH="$repo/tests/nolinux" expect_check "$venv" "wrong/$assignment.ipynb" 1 "总分：0 / 20 分"
+  PYTHONPATH="$repo/tests/nolinux" expect_check "$venv" "right/$assignment.ipynb" 0 "运行方式：普通子进程"
   course="$work/course-$1"
   for who in right wrong; do
     mkdir -p "$course/submitted/$who/$assignment"
@@ -75,7 +78,7 @@ smoke() {  # $1 minor version
   grep -q "^right,$assignment,ok,20.0,20.0" "$course/grades/scores.csv" \
     && grep -q "^wrong,$assignment,ok,0.0,20.0" "$course/grades/scores.csv" \
     || { cat "$course/grades/scores.csv"; fail "grade scores on Python $1"; }
-  echo "smoke: $("$python" --version): install, check (right 20/20, wrong 0/20, daemon), grade: ok" \
+  echo "smoke: $("$python" --version): install, check (right 20/20, wrong 0/20, daemon, without Linux), grade: ok" \
        "in $((SECONDS - started)) s"
 }
 
@@ -115,4 +118,5 @@ if compgen -G "/usr/lib/python3*/EXTERNALLY-MANAGED" >/dev/null && [ -x /usr/bin
 else
   echo "smoke: no externally managed system Python here: that part skipped"
 fi
+echo "smoke: ${SECONDS} s in all"
 echo "smoke: $passed passed, 0 failed"  # a failure exits above, naming what failed

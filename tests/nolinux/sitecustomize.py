@@ -24,16 +24,20 @@ for _owner, _names in ((os, ("fork", "forkpty", "unshare", "setns", "register_at
             delattr(_owner, _name)
 
 
-def _no_proc(function):
-    def wrapper(path, *args, **kwargs):
+class _NoProc:
+    """``function`` refusing paths under ``/proc`` (an object, not a function: Python
+    3.10's pathlib keeps ``os.stat`` as a class attribute, where a function would bind)."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def __call__(self, path, *args, **kwargs):
         text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else ""
         if text == "/proc" or text.startswith("/proc/"):
             raise FileNotFoundError(2, "No such file or directory (no /proc here)", text)
-        return function(path, *args, **kwargs)
-
-    return wrapper
+        return self.function(path, *args, **kwargs)
 
 
-builtins.open = io.open = _no_proc(io.open)
+builtins.open = io.open = _NoProc(io.open)
 for _name in ("open", "listdir", "scandir", "stat", "lstat", "readlink"):
-    setattr(os, _name, _no_proc(getattr(os, _name)))
+    setattr(os, _name, _NoProc(getattr(os, _name)))
