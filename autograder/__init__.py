@@ -27,3 +27,11 @@ faults); grading imports the engine's host side and the protocol; nothing import
 """
 
 __version__ = "0.1.0"
+
+
+def check(notebook, assignment=None) -> None:
+    """``import autograder; autograder.check("q1_value_scaling.ipynb")``: the check cell's
+    report for a notebook file, from any cell (Colab, Kaggle: an uploaded copy)."""
+    from .integrations.selfcheck.incell import check as check_file
+
+    check_file(notebook, assignment)

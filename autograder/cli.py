@@ -208,8 +208,9 @@ def doctor_cmd(course: Path | None, quick: bool) -> None:
 def check_cmd(notebook: Path, assignment: str | None, timeout: float) -> None:
     """Run your NOTEBOOK and every check of its assignment; print a report in Chinese.
 
-    The same sandbox and checks as the grader, on practice inputs. Exit code 0 only when
-    every check passes (nbgrader validate exits 0 on failures).
+    The same checks as the grader, on practice inputs, in its sandbox where there is one
+    (else a plain child process; the report says which). Exit code 0 only when every
+    check passes (nbgrader validate exits 0 on failures).
     """
     from .integrations.selfcheck.command import self_check_notebook
     from .integrations.selfcheck.report import report_lines

@@ -46,7 +46,7 @@ _SLOW_FIRST = ("test_samples", "test_nbgrader_parity", "test_visible", "test_ban
                "test_bank_q2", "test_bank_q1", "test_bank_q5", "test_nbgrader_exchange",
                "test_grade", "test_gradescope", "test_hostile", "test_demo",
                "test_hostile_class", "test_hostile_cpu", "test_nbgrader_commands",
-               "test_checkd", "test_bank_q3", "test_build", "test_gradescope_hostile", "test_protection",
+               "test_checkd", "test_selfcheck_everywhere", "test_bank_q3", "test_build", "test_gradescope_hostile", "test_protection",
                "test_hostile_decoding", "test_hostile_checks", "test_lms",
                "test_hostile_edges_batch", "test_browser_pages", "test_engine", "test_layering",
                "test_memory", "test_parts", "test_selfcheck_cell", "test_report",

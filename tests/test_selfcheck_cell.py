@@ -184,3 +184,14 @@ def test_the_wheel_disables_nbgraders_validate_button():
     assert disabled == {plugin: True}
     bundle = Path(nbgrader.__file__).parent / "labextension" / "static"
     assert any(f'id:"{plugin}"' in p.read_text(errors="replace") for p in bundle.glob("*.js"))
+
+
+def test_a_saved_magic_is_not_taken_for_unsaved_code(tmp_path):
+    """``In`` holds ``%pip install x`` as IPython rewrote it; the saved cell says ``%pip``."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    nb = nbs.new_notebook([nbs.code("%pip install -q x.whl"), check_cell(A)])
+    nbs.write(nb, tmp_path / f"{A}.ipynb")
+    ran = TransformerManager().transform_cell("%pip install -q x.whl")
+    assert "run_line_magic" in ran
+    assert incell.unsaved(["", ran], tmp_path / f"{A}.ipynb") == []

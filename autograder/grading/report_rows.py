@@ -220,8 +220,11 @@ def read_rows(path: Path) -> list[Row]:
 
 
 def _date(text: str, what: str) -> datetime:
+    text = text.strip()
+    if text[-1:] in ("Z", "z"):  # Python 3.10's fromisoformat knows only "+00:00"
+        text = text[:-1] + "+00:00"
     try:
-        return _utc(datetime.fromisoformat(text.strip()))
+        return _utc(datetime.fromisoformat(text))
     except ValueError:
         raise CourseError(f"{what} {text!r} is not a date: write it as ISO 8601, e.g. "
                           "2026-12-01T23:59+08:00 (no zone: UTC)") from None

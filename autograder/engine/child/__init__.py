@@ -7,7 +7,9 @@
 - :mod:`.sandbox`: Linux namespaces, a read-only view of the system, limits, no privileges;
 - :mod:`.seccomp`: a filter that refuses named system calls;
 - :mod:`.studentuser`: without namespaces, a separate unprivileged user per child;
-- :mod:`.warmup`: what the zygote does once so every fork starts warm.
+- :mod:`.warmup`: what the zygote does once so every fork starts warm;
+- :mod:`.plain`: the runtime in a plain process, for a student's own check where the
+  zygote cannot run (macOS, Windows): no sandbox, nothing Linux-only imported.
 
 Everything here is loaded by the zygote before the sandbox closes, so it must hold
 nothing of the grader (no checks, reference, salt or course). Imports: only itself,

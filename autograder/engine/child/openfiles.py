@@ -9,6 +9,7 @@ still there), :func:`reopenable` keeps those the sandbox's view still shows, and
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import stat
@@ -57,12 +58,27 @@ def reopen_privately(files: dict[int, str]) -> None:
     cannot be reopened: such a child must not run.
     """
     for fd, path in files.items():
+        if not _is_open(fd):
+            # the zygote closed it since it was listed (Python 3.10's matplotlib lets a font
+            # go after the warm-up): nothing is shared any more, and reopening it would
+            # take its very number
+            continue
         fresh = _reopen(fd, path)
         try:
             os.lseek(fresh, os.lseek(fd, 0, os.SEEK_CUR), os.SEEK_SET)
             os.dup2(fresh, fd, inheritable=False)
         finally:
             os.close(fresh)
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError as err:
+        if err.errno == errno.EBADF:
+            return False
+        raise
+    return True
 
 
 def _reopen(fd: int, path: str) -> int:

@@ -3,6 +3,8 @@
 - the child: :mod:`.zygote_link` (the line to the zygote), :mod:`.proxy` (one child,
   requests with deadlines, remote functions), :mod:`.memcg` (memory cgroups),
   :mod:`.cpushare` (each child's fair share of the CPU);
+  :mod:`.plainchild` (a plain child where the zygote cannot run: self-check only) and
+  :mod:`.pythonpath` (how the grader starts Python processes: a safe import path);
 - the host's strict reading of what the child sends: :mod:`.decode` (values),
   :mod:`.npyread` (arrays), :mod:`.sympy_reader` and :mod:`.sympy_budget` (SymPy text),
   :mod:`.replies` (a reply's fields), :mod:`.loopback` (the same crossing in-process);

@@ -242,8 +242,9 @@ class ReadTimestamp:
 
     def __call__(self, job) -> None:
         try:
-            fd = os.open(job.folder / "timestamp.txt", os.O_RDONLY | os.O_NOFOLLOW |
-                         os.O_NONBLOCK)
+            # getattr: Windows has neither flag (a student's own check runs there)
+            fd = os.open(job.folder / "timestamp.txt", os.O_RDONLY
+                         | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
         except OSError:
             return  # none (or a link, or not readable): nbgrader's own default applies
         with os.fdopen(fd, "rb") as fh:

@@ -56,7 +56,10 @@ def _project() -> dict:
     """``[project]`` of the checkout's pyproject.toml, else the installed metadata."""
     pyproject = PACKAGE.parent / "pyproject.toml"
     if pyproject.is_file():
-        import tomllib
+        try:
+            import tomllib
+        except ImportError:  # Python 3.10: the same parser, as a package (a dependency there)
+            import tomli as tomllib
 
         return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
     try:

@@ -3,6 +3,11 @@
 The same pipeline as ``autograder grade`` (sandboxed child, checks in this process), with
 the public practice salt, figures left unrendered and nothing written anywhere. It needs
 only the installed package (its manifests) and the notebook, never ``source/``.
+
+Where the sandbox's zygote cannot run (macOS, Windows, a Linux without what it needs, or
+a zygote that fails to start) the notebook runs in a plain child process instead
+(:mod:`autograder.engine.host.plainchild`): the same checks here, the same report, and
+a line saying which way it ran (:attr:`Checked.mode`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,11 @@ from pathlib import Path
 from ...errors import CourseError
 from ...settings import DEFAULTS, PRACTICE_SALT, GradeSettings, Status, check_assignment
 
-__all__ = ["Outcome", "run_check_notebook", "check_zygote"]
+__all__ = ["Outcome", "Checked", "run_check_notebook", "check_zygote"]
+
+#: How the notebook ran: the zygote's :class:`~autograder.engine.protocol.limits.Protection`
+#: (``namespaces``, ``separate-user``, ``none``) or ``plain`` (a plain child process).
+PLAIN = "plain"
 
 
 @dataclass
@@ -40,6 +49,15 @@ class Outcome:
         return 0.0 if self.practice or not self.passed else self.points
 
 
+class Checked(list):
+    """The outcomes, one per graded cell (a list: equal to a list of the same outcomes),
+    and ``mode``: how the notebook ran."""
+
+    def __init__(self, outcomes=(), mode: str = "") -> None:
+        super().__init__(outcomes)
+        self.mode = mode
+
+
 def _read(notebook: Path):
     import nbformat
 
@@ -53,9 +71,13 @@ def _read(notebook: Path):
 
 
 def run_check_notebook(*, notebook: Path, assignment: str | None = None,
-                       timeout: float | None = None, zygote=None) -> list[Outcome]:
-    """The check itself, with ``zygote`` (a warm one) or a new single-use one."""
+                       timeout: float | None = None, zygote=None) -> Checked:
+    """The check itself, with ``zygote`` (a warm one) or a new single-use one; a plain
+    child where no zygote can run here or it does not start."""
+    import logging
+
     from ...engine.host.manifest import detect_assignment
+    from ...engine.host.plainchild import PlainSpawner, zygote_missing
     from ...engine.host.zygote_link import ZygoteError
 
     notebook = Path(notebook)
@@ -63,22 +85,38 @@ def run_check_notebook(*, notebook: Path, assignment: str | None = None,
     a = check_assignment(assignment) if assignment else detect_assignment(notebook, nb)
     if zygote is not None:
         return _run(notebook, a, zygote, timeout)
-    # the zygote starts now and warms up while this process loads the checks
-    zygote = check_zygote(warm=False, tokenizer=a == "q5_cost_scaling")
+    missing = zygote_missing()
+    if not missing:
+        try:  # the zygote starts now and warms up while this process loads the checks
+            zygote = check_zygote(warm=False, tokenizer=a == "q5_cost_scaling")
+        except CourseError as err:
+            # root with no separate user: a plain child checks, as the student's own user
+            # (the kernel already runs this code as that user; the check holds no secret:
+            # public checks, practice salt)
+            missing = str(err)
+    if not missing:
+        try:
+            try:
+                return _run(notebook, a, zygote, timeout)
+            finally:
+                zygote.close()
+        except (ZygoteError, OSError) as err:  # a partial sandbox: a plain child checks
+            missing = str(err)
+    logging.getLogger("autograder.engine").warning("check without the sandbox: %s", missing)
     try:
-        return _run(notebook, a, zygote, timeout)
-    except ZygoteError as err:  # one line, never a traceback (there is no log to point to)
-        raise CourseError(f"the sandbox could not run the notebook here ({err}): "
-                          "`autograder doctor` says what this machine allows") from None
-    finally:
-        zygote.close()
+        return _run(notebook, a, PlainSpawner(missing), timeout)
+    except ZygoteError as err:  # not even a plain child: say so, in one line
+        raise CourseError(f"本机无法启动运行 notebook 的子进程 / cannot start a process to run "
+                          f"the notebook ({err}): allow Python to connect to 127.0.0.1 "
+                          "(a firewall may block it) and run the check again") from None
 
 
 def check_zygote(*, warm: bool, tokenizer: bool):
     """A zygote for self-checks, at the protection this machine gives (decided once:
     :mod:`autograder.engine.host.protection`). Running as your own user is fine here (your
-    own notebook, public checks, practice salt); running it as root is not: a root
-    machine where no separate user can work is a one-line :class:`CourseError`."""
+    own notebook, public checks, practice salt). A root machine where no separate user
+    can work is a one-line :class:`CourseError` (the daemon then stays off, and a check
+    runs in a plain child as the student's own user)."""
     from ...engine.host.protection import decide
     from ...engine.host.zygote_link import Zygote
     from ...engine.protocol.limits import Protection
@@ -90,22 +128,25 @@ def check_zygote(*, warm: bool, tokenizer: bool):
                   isolate=verdict.level == Protection.NAMESPACES)
 
 
-def _run(notebook: Path, assignment: str, zygote, timeout: float | None) -> list[Outcome]:
+def _run(notebook: Path, assignment: str, zygote, timeout: float | None) -> Checked:
     from ...bank import checks_for
     from ...engine.host.job import Job
     from ...engine.host.manifest import load
     from ...engine.host.pipeline import PIPELINE, run
+    from ...engine.host.plainchild import PlainSpawner
     from ...engine.host.prepare import FindNotebook
 
     checks_for(assignment)  # load the checks while the zygote starts
     manifest = load(assignment)
+    isolation = zygote.isolation  # a zygote that cannot start raises here, before any cell
     settings = GradeSettings(cell_timeout=timeout or DEFAULTS.cell_timeout, salt=PRACTICE_SALT)
     job = Job("", assignment, notebook.parent, manifest, settings, zygote=zygote)
     job.notebook_path = notebook
     run(job, steps=tuple(s for s in PIPELINE if not isinstance(s, FindNotebook)))
     if job.stopped:
         raise CourseError(f"{notebook.name}: {job.notes[-1].en}")
-    outcomes = []
+    outcomes = Checked(mode=PLAIN if isinstance(zygote, PlainSpawner)
+                       else str(isolation.protection))
     for spec in (*manifest.graded, *manifest.practice):
         if spec.is_manual:
             continue

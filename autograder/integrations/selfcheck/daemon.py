@@ -6,7 +6,13 @@ in the background; later checks send it the notebook's path over a Unix socket i
 folder only the user can open, and print what it answers. It grades exactly as the cold
 path does (the same pipeline, a fresh sandboxed child per notebook), restarts itself
 when the installed package changes, and exits after :data:`IDLE_SECONDS` unused.
-Set ``AUTOGRADER_CHECK_DAEMON=0`` to always run cold.
+Set ``AUTOGRADER_CHECK_DAEMON=0`` to always run cold. Only where the sandbox's zygote runs
+(Linux); elsewhere every check runs cold in a plain child.
+
+Its folder is ``$XDG_RUNTIME_DIR/attention-autograder-<uid>`` or, without a runtime folder,
+``~/.cache/attention-autograder`` (never a name in a shared ``/tmp`` that another user
+could create first), and it runs with a safe import path in that folder: no module another
+user can write (the shared temporary folder, a notebook's folder) is ever imported.
 
 One daemon per user at a time: a daemon serves only while it holds ``checkd.lock`` in
 that folder. Two checks started together may both start one; the second finds the lock
@@ -16,7 +22,6 @@ held and leaves as soon as the first answers for the same package (a first that 
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
@@ -25,7 +30,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -41,17 +45,32 @@ LOCK_WAIT = 15.0
 log = logging.getLogger("autograder.integrations.selfcheck.daemon")
 
 
+#: Longest socket path every Unix accepts (Linux 108 bytes, macOS 104, with the NUL).
+MAX_SOCKET_PATH = 100
+
+
 def enabled() -> bool:
-    return os.environ.get("AUTOGRADER_CHECK_DAEMON", "1") != "0" and hasattr(socket, "AF_UNIX")
+    """Whether checks use the daemon: not turned off, and the sandbox's zygote runs here."""
+    from ...engine.host.plainchild import zygote_missing
+
+    return os.environ.get("AUTOGRADER_CHECK_DAEMON", "1") != "0" and not zygote_missing()
 
 
 def _folder() -> Path:
-    base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
-    folder = base / f"attention-autograder-{os.getuid()}"
+    """The daemon's private folder: in the login's runtime folder, else in the home."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        folder = Path(runtime) / f"attention-autograder-{os.getuid()}"
+    else:
+        folder = Path.home() / ".cache" / "attention-autograder"
+        folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     folder.mkdir(mode=0o700, exist_ok=True)
-    info = folder.stat()
-    if info.st_uid != os.getuid() or info.st_mode & 0o077:
+    info = folder.lstat()
+    if not folder.is_dir() or folder.is_symlink() or info.st_uid != os.getuid() \
+            or info.st_mode & 0o077:
         raise PermissionError(f"{folder} is not private to this user")
+    if len(str(folder / "check.sock")) > MAX_SOCKET_PATH:
+        raise OSError(f"{folder} is too long a path for a socket")
     return folder
 
 
@@ -96,7 +115,7 @@ def _exchange(request: dict, timeout: float) -> dict | None:
 
 def ask(notebook: Path, assignment: str | None, timeout: float) -> list | None:
     """The outcomes from a warm daemon, or ``None`` (no daemon, or an outdated one)."""
-    from .check import Outcome
+    from .check import Checked, Outcome
 
     answer = _exchange({"key": package_key(), "notebook": str(Path(notebook).resolve()),
                         "assignment": assignment, "timeout": timeout}, timeout=3600)
@@ -104,7 +123,7 @@ def ask(notebook: Path, assignment: str | None, timeout: float) -> list | None:
         if answer and answer.get("error"):
             raise CourseError(answer["error"])
         return None
-    return [Outcome(**o) for o in answer["outcomes"]]
+    return Checked([Outcome(**o) for o in answer["outcomes"]], str(answer.get("mode", "")))
 
 
 def ping(key: str | None = None, timeout: float = 2.0) -> int | None:
@@ -119,15 +138,21 @@ def stop() -> bool:
 
 
 def start() -> None:
-    """Start the daemon in the background (its own session; its log beside its socket)."""
+    """Start the daemon in the background (its own session; its log beside its socket;
+    its private folder as working folder and a safe import path: ``-m`` would put the
+    working folder first on ``sys.path``)."""
+    from ...engine.host.pythonpath import safe_env, safe_python
+
     try:
         folder = _folder()
     except OSError:
         return
+    env = safe_env()
     with open(folder / "checkd.log", "ab") as logfile:
-        subprocess.Popen([sys.executable, "-m", "autograder.integrations.selfcheck.daemon", package_key()],
+        subprocess.Popen([*safe_python(), "-m", "autograder.integrations.selfcheck.daemon",
+                          package_key()],
                          stdin=subprocess.DEVNULL, stdout=logfile, stderr=logfile,
-                         start_new_session=True, cwd=tempfile.gettempdir())
+                         start_new_session=True, cwd=folder, env=env)
 
 
 def _answer(request: dict, key: str, zygote) -> dict:
@@ -147,7 +172,7 @@ def _answer(request: dict, key: str, zygote) -> dict:
                                       timeout=request.get("timeout"), zygote=zygote)
     except CourseError as err:
         return {"error": str(err)}
-    return {"outcomes": [asdict(o) for o in outcomes]}
+    return {"outcomes": [asdict(o) for o in outcomes], "mode": getattr(outcomes, "mode", "")}
 
 
 def _request(conn: socket.socket) -> dict:
@@ -161,6 +186,8 @@ def _request(conn: socket.socket) -> dict:
 def _lock(key: str) -> int | None:
     """Hold the daemon lock (a descriptor, kept open for the daemon's life), or ``None``
     when a daemon for this package already serves."""
+    import fcntl  # Unix only: the daemon runs only where the zygote does
+
     fd = os.open(_folder() / "checkd.lock", os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + LOCK_WAIT
     while True:

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from .check import Outcome
 
-__all__ = ["report_lines", "causes", "total"]
+__all__ = ["report_lines", "causes", "total", "mode_line"]
+
+#: How the notebook ran (:attr:`.check.Checked.mode`), in one line.
+_SANDBOX = "运行方式：评分用的沙箱（{}），与正式评分相同。"
+_PLAIN = ("运行方式：普通子进程（本机没有评分用的沙箱；有时间限制，系统支持时也限制内存）。"
+          "检查和计分与正式评分相同；正式评分本身在有沙箱保护的评分机上进行。")
+MODES = {"namespaces": _SANDBOX.format("Linux 命名空间"),
+         "separate-user": _SANDBOX.format("每次一个无权限的独立用户"),
+         "none": _PLAIN, "plain": _PLAIN}
 
 
 def _pts(value: float) -> str:
@@ -52,9 +60,15 @@ def _cell_lines(o: Outcome) -> list[str]:
     return lines
 
 
+def mode_line(mode: str) -> str:
+    """The report's line saying how the notebook ran (a plain child for any mode not known)."""
+    return MODES.get(mode, _PLAIN)
+
+
 def report_lines(name: str, outcomes: list[Outcome]) -> list[str]:
-    """The whole report for notebook ``name``."""
-    lines = [f"{name}：自我检查报告（与评分相同的沙箱和检查，用公开的练习输入）"]
+    """The whole report for notebook ``name``; last, how it ran when ``outcomes`` say
+    (:class:`.check.Checked`)."""
+    lines = [f"{name}：自我检查报告（与评分相同的检查，用公开的练习输入）"]
     found = causes(outcomes)
     if found:
         lines.append("最可能的原因（每个只列一次）：")
@@ -72,4 +86,7 @@ def report_lines(name: str, outcomes: list[Outcome]) -> list[str]:
     verdict = "全部通过" if not failed else f"{failed} 个单元格失分"
     lines.append(f"总分：{_pts(got)} / {_pts(possible)} 分（自动评分部分，{verdict}；"
                  "文字回答由老师人工评分）")
+    mode = getattr(outcomes, "mode", "")
+    if mode:
+        lines.append(mode_line(mode))
     return lines
