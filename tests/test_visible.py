@@ -31,6 +31,8 @@ def test_alternative_passes_every_visible_assert(assignment, variant):
 
 @pytest.mark.parametrize("assignment, variant", _params(mistakes))
 def test_mistake_fails_a_visible_assert(assignment, variant):
+    if not variant.visible:
+        pytest.skip("no visible assert may see it without stating a graded answer (issue 30)")
     failed = visible_failures(assignment, variant)
     assert failed, f"{variant.name}: every visible assert passes, the student learns only from the grade"
 

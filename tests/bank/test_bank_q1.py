@@ -19,6 +19,8 @@ from autograder.samples import q1 as samples_q1
 
 A = "q1_value_scaling"
 CALLS = hidden_calls(A)
+#: Right hand values (3 decimals) for the answers' consistency with the hand steps.
+OWN_WEIGHTS, OWN_OUTPUT = [0.670, 0.330], [2.009, 0.991]
 
 
 def _grade(ns) -> dict[str, str | None]:
@@ -74,7 +76,7 @@ def test_mistake_fails_a_visible_assert_before_submission_only_in_its_own_cells(
     so it may fail only in the cells the mistake loses; and at least one fails, so the
     student learns of the mistake before the grade does."""
     visible = visible_failures(A, variant)
-    assert visible and set(visible) <= set(variant.loses)
+    assert (bool(visible) or not variant.visible) and set(visible) <= set(variant.loses)
 
 
 @pytest.mark.parametrize("variant", samples_q1.MISTAKES, ids=lambda v: v.name)
@@ -113,25 +115,47 @@ def test_hard_coded_hand_example_earns_nothing_for_the_functions():
 ])
 def test_wrong_scale_factor_is_explained_without_the_right_value(value, message):
     with pytest.raises(CheckFailed, match=message) as err:
-        run_check("q1.output_scale_factor", output_scale_factor=value)
+        run_check("q1.output_scale_factor", output_scale_factor=value, output_1=OWN_OUTPUT)
     if not isinstance(value, str):  # a string answer is quoted back as it came
         assert "1.5" not in str(err.value) and "3/2" not in str(err.value)
 
 
 @pytest.mark.parametrize("value", [1.5, 3 / 2, np.float32(1.5), sp.Rational(3, 2)])
 def test_scale_factor_accepts_any_number_type(value):
-    run_check("q1.output_scale_factor", output_scale_factor=value)
+    run_check("q1.output_scale_factor", output_scale_factor=value, output_1=OWN_OUTPUT)
 
 
 def test_weights_changed_must_be_a_bool():
     with pytest.raises(CheckFailed, match="布尔值"):
-        run_check("q1.weights_changed", weights_changed="False")
+        run_check("q1.weights_changed", weights_changed="False", weights_1=OWN_WEIGHTS)
 
 
 def test_weights_changed_true_is_rejected_and_named():
     with pytest.raises(CheckFailed, match="权重随 W_v 改变"):
-        run_check("q1.weights_changed", weights_changed=True)
-    run_check("q1.weights_changed", weights_changed=np.False_)
+        run_check("q1.weights_changed", weights_changed=True, weights_1=OWN_WEIGHTS)
+    run_check("q1.weights_changed", weights_changed=np.False_, weights_1=OWN_WEIGHTS)
+
+
+@pytest.mark.parametrize("base", ["hand_no_sqrt_dk", "sum_one_term", "output_old_v"])
+def test_the_host_checks_the_answers_against_the_students_own_hand_steps(base):
+    """Issue 29.2: the consistency of the answers with the student's own hand steps was a
+    visible assert only, so wrapping numpy.allclose in the child kept both points. The
+    host now decides it on the student's values as data: the honest base loses the cells
+    through the hidden checks alone (without the fix these checks passed)."""
+    variant = next(v for v in samples_q1.MISTAKES if v.name == base)
+    ns = solution_namespace(A, variant)
+    verdicts = _grade(ns)
+    answers = {"test_weights_changed", "test_output_scale_factor"} & set(variant.loses)
+    assert answers and all(verdicts[cell] for cell in answers), verdicts
+    assert all("对不上" in verdicts[cell] for cell in answers)
+
+
+def test_the_visible_assert_bypass_is_flagged():
+    """The bypass that scored +2 (issue 29.2): numpy imported as N, allclose wrapped."""
+    from autograder.engine.host.integrity import scan_source
+    bypass = ("import numpy as N\n_allclose = N.allclose\n"
+              "N.allclose = lambda a, b, **k: True\nN.isclose = lambda a, b, **k: True")
+    assert any("N.allclose" in r for r in scan_source(bypass))
 
 
 @pytest.mark.parametrize("form", [
