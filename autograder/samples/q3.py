@@ -124,9 +124,9 @@ ALTERNATIVES = [
 
 
 def _mistake(name: str, description: str, edits: tuple[Edit, ...], loses: set[str],
-             *labels: mc.Misconception) -> Variant:
+             *labels: mc.Misconception, visible: bool = True) -> Variant:
     return Variant(name, description, edits=edits, loses=frozenset(loses),
-                   feedback=tuple(m.label for m in labels))
+                   feedback=tuple(m.label for m in labels), visible=visible)
 
 
 _CHECKER = {"test_equivariance_checker"}
@@ -136,24 +136,24 @@ MISTAKES = [
     # ---------------------------------------------------------------- hand steps
     _mistake("keys_not_swapped", "手算打分时 Key 仍按原来的顺序排",
              (Edit("hand_scores_impl", "np.array([1.0, 0.0])", "np.array([0.0, 1.0])"),),
-             {"test_hand_scores"}, KEYS_NOT_SWAPPED),
+             {"test_hand_scores"}, KEYS_NOT_SWAPPED, visible=False),
     _mistake("hand_no_scaling", "手算时忘了除以 √d_k",
              (Edit("hand_scaled_impl", "hand_scores / np.sqrt(2)", "hand_scores * 1.0"),),
-             {"test_hand_scaled"}, mc.CATALOG["no_scaling"]),
+             {"test_hand_scaled"}, mc.CATALOG["no_scaling"], visible=False),
     _mistake("hand_exp_of_zero", "手算时以为 e⁰ = 0",
              (Edit("hand_exp_impl", "np.exp(hand_scaled)",
                    "np.where(hand_scaled == 0, 0.0, np.exp(hand_scaled))"),),
-             {"test_hand_exp"}, EXP_OF_ZERO),
+             {"test_hand_exp"}, EXP_OF_ZERO, visible=False),
     _mistake("hand_self_excluded", "softmax 的分母漏掉了这个词自己",
              (Edit("hand_sum_impl", "float(hand_exps.sum())", "float(hand_exps[1])"),),
-             {"test_hand_sum"}, SELF_EXCLUDED),
+             {"test_hand_sum"}, SELF_EXCLUDED, visible=False),
     _mistake("hand_weights_proportional", "权重按打分的比例分配，没有经过 exp",
              (Edit("hand_weights_impl", "hand_exps / hand_total", "hand_scaled / hand_scaled.sum()"),),
-             {"test_hand_weights"}, PROPORTIONAL),
+             {"test_hand_weights"}, PROPORTIONAL, visible=False),
     _mistake("hand_v_not_swapped", "加权求和时 Value 仍按原来的顺序",
              (Edit("hand_output_impl", "hand_weights[0] * np.array([0.0, 2.0]) + hand_weights[1] * np.array([2.0, 0.0])",
                    "hand_weights[0] * np.array([2.0, 0.0]) + hand_weights[1] * np.array([0.0, 2.0])"),),
-             {"test_hand_output"}, V_NOT_SWAPPED),
+             {"test_hand_output"}, V_NOT_SWAPPED, visible=False),
     # ---------------------------------------------------------------- own attention
     _mistake("naive_softmax", "softmax 不减最大值：打分上千时溢出",
              (Edit("attention_impl", "    scores = scores - scores.max(axis=-1, keepdims=True)\n", ""),),

@@ -588,3 +588,15 @@ def test_checks_write_nothing_to_stderr(variant, capfd):
 def test_same_seed_same_verdict(variant):
     for cell in sorted(variant.loses):
         assert _verdict(cell, variant, seed=12345) == _verdict(cell, variant, seed=12345)
+
+
+def test_attention_sees_proportions_not_counts_as_the_prose_now_says():
+    """Issue 30: "它记得每个词出现了几次" was false. Repeating every word the same number of
+    times changes no output: [人, 咬, 人, 咬] gives exactly [人, 咬]'s outputs, as the
+    prose after the 人咬人 cell now says (and the old claim is gone)."""
+    eye = np.eye(2)
+    pair = ref.self_attention(np.eye(2), eye, eye, 2 * eye)[0]
+    twice = ref.self_attention(np.vstack([np.eye(2), np.eye(2)]), eye, eye, 2 * eye)[0]
+    assert np.allclose(twice[:2], pair, rtol=0, atol=1e-12) and np.allclose(twice[2:], pair, atol=1e-12)
+    text = "".join("".join(c.source) for c in nbs.read(SOURCE).cells)
+    assert "出现了几次" not in text and "[0.660, 1.340]" in text
