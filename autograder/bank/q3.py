@@ -86,11 +86,14 @@ def own_pair(ctx: Context, func: object, *args: object, what: str) -> tuple[np.n
         return None
 
 
-def attention_inputs(ctx: Context, *, low: int = 2, spread: float = 1.0):
+def attention_inputs(ctx: Context, *, low: int = 3, spread: float = 1.0):
     """Random X, W_q, W_k, W_v with pairwise different n, d_model, d_k, d_v, rescaled so
     that the scaled scores have a standard deviation of about ``spread``: the softmax is
-    not saturated, so every wrong scaling or axis changes the weights visibly."""
-    n, d_model, d_k, d_v = ctx.dims(low, 7, 4)
+    not saturated, so every wrong scaling or axis changes the weights visibly. No size is
+    2 (an array's ndim, and the visible example's d_k) and none is another's square, so
+    d_k = K.ndim or d_k = n reproduce no other named formula (a label names what the
+    student did only when it alone reproduces the values)."""
+    n, d_model, d_k, d_v = ctx.dims(low, 8, 4)
     X = ctx.randn(n, d_model)
     W_q, W_k, W_v = ctx.randn(d_model, d_k), ctx.randn(d_model, d_k), ctx.randn(d_model, d_v)
     scores = (X @ W_q) @ (X @ W_k).T / np.sqrt(d_k)
