@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from . import Context, check, q1_apple, q1_hand  # noqa: F401  (their checks register on import)
+from . import Context, check, q1_apple, q1_context, q1_hand  # noqa: F401  (their checks register on import)
 from .lib import misconceptions as mc
 from .lib import reference as ref
 from .lib.compare import (

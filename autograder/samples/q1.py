@@ -7,7 +7,7 @@ here is loaded where student code runs."""
 from __future__ import annotations
 
 from ..bank import q1 as bank
-from ..bank import q1_apple, q1_hand
+from ..bank import q1_apple, q1_context, q1_hand
 from ..bank.lib import misconceptions as mc
 from .variants import Edit, Variant
 
@@ -91,7 +91,7 @@ MISTAKES = [
             edits=(Edit("attention_impl", "    return attention_weights(Q, K) @ V",
                         "    return attention_weights(Q, K)"),),
             loses=frozenset({"test_attention", "test_self_attention", "test_value_scaling",
-                             "test_hand_example", "test_apple_outputs"}),
+                             "test_hand_example", "test_apple_outputs", "test_context_changes"}),
             feedback=(mc.CATALOG["weights_instead_of_output"].label,)),
     Variant("k_as_v", "self_attention 用 K 代替 V 做加权求和",
             edits=(Edit("attention_impl", "    output = attention(Q, K, V)",
@@ -186,6 +186,22 @@ MISTAKES = [
                         "apple_weights_B, apple_B = weights_B[2], apple_A"),),
             loses=frozenset({"test_apple_outputs"}),
             feedback=(q1_apple.STATIC_EMBEDDING.label,)),
+    Variant("context_asserted", "不算，直接写结论：word_output_changed 总返回 True",
+            edits=(Edit("context_impl", "    out_a, _ = self_attention(X_a, W_q, W_k, W_v)\n"
+                        "    out_b, _ = self_attention(X_b, W_q, W_k, W_v)\n"
+                        "    return bool(not np.allclose(out_a[i], out_b[j], rtol=0, atol=1e-6))",
+                        "    return True"),),
+            loses=frozenset({"test_context_changes"}), feedback=(q1_context.CONTEXT_IGNORED.label,),
+            visible=False),
+    Variant("context_by_embedding", "比较的是两句里这个词的嵌入（输入），不是输出",
+            edits=(Edit("context_impl", "    return bool(not np.allclose(out_a[i], out_b[j], rtol=0, atol=1e-6))",
+                        "    return bool(not np.allclose(X_a[i], X_b[j], rtol=0, atol=1e-6))"),),
+            loses=frozenset({"test_context_changes"}), feedback=(q1_context.CONTEXT_IGNORED.label,),
+            visible=False),
+    Variant("weights_explain_asserted", "不算，直接写结论：权重总相同、输出总不同",
+            edits=(Edit("same_weights_impl", "    return same(w_a, w_b), same(out_a, out_b)",
+                        "    return True, False"),),
+            loses=frozenset({"test_same_weights"}), visible=False),
     Variant("apple_column", "取了“苹果”那一列（别的词分给它的权重），不是它自己那一行",
             edits=(Edit("apple_impl", "apple_weights_A, apple_A = weights_A[0], out_A[0]",
                         "apple_weights_A, apple_A = weights_A[:, 0], out_A[0]"),
