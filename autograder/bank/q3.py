@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import Context, check
+from . import (
+    Context,
+    check,
+    q3_context,  # noqa: F401  (its check registers on import)
+)
 from . import q3_hand as hand
 from . import q3_probes as probes
 from . import q3_tolerance as tolerance

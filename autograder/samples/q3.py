@@ -17,6 +17,7 @@ from ..bank.q3 import (
     MULTISET,
     RTOL_KEPT,
 )
+from ..bank.q3_context import CONTEXT_COUNTS
 from ..bank.q3_ext import (
     BY_POSITION,
     CAUSAL_WRONG_SIDE,
@@ -154,6 +155,13 @@ MISTAKES = [
              (Edit("hand_output_impl", "hand_weights[0] * np.array([0.0, 2.0]) + hand_weights[1] * np.array([2.0, 0.0])",
                    "hand_weights[0] * np.array([2.0, 0.0]) + hand_weights[1] * np.array([0.0, 2.0])"),),
              {"test_hand_output"}, V_NOT_SWAPPED, visible=False),
+    # ---------------------------------------------------------------- the context task
+    _mistake("output_changed_asserted", "不算，直接写结论：output_changed 总返回 True（“人咬人”里变了，就以为总会变）",
+             (Edit("multiset_impl", "    out_a, _ = self_attention(X_a, W_q, W_k, W_v)\n"
+                   "    out_b, _ = self_attention(X_b, W_q, W_k, W_v)\n"
+                   "    return bool(not np.allclose(out_a[i], out_b[j], rtol=0, atol=1e-6))",
+                   "    return True"),),
+             {"test_output_changed"}, CONTEXT_COUNTS, visible=False),
     # ---------------------------------------------------------------- own attention
     _mistake("naive_softmax", "softmax 不减最大值：打分上千时溢出",
              (Edit("attention_impl", "    scores = scores - scores.max(axis=-1, keepdims=True)\n", ""),),
