@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine.protocol.testfn import TestFunction
 from . import (
     Context,
     check,
@@ -263,11 +264,41 @@ def checker_inputs(ctx: Context) -> tuple[np.ndarray, int]:
     return ctx.randn(n, d), n
 
 
+def _name(ctx: Context) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return "".join(letters[int(k)] for k in ctx.rng.integers(0, 26, size=int(ctx.rng.integers(3, 6))))
+
+
+def _shape_probe(ctx: Context, X: np.ndarray, n: int, moves: bool) -> probes.Probe:
+    """A function whose number of output columns is read from where the largest entry of
+    a data-chosen column sits: a permutation that moves that row gives the two sides
+    different shapes (never one column, so nothing broadcasts) and the answer False
+    ("形状不同时返回 False"); one that keeps it gives True. The code and its names are
+    the same either way."""
+    fname, arg, col, base = _name(ctx), _name(ctx) + "_", _name(ctx) + "0", _name(ctx) + "1"
+    while len({fname, arg, col, base}) < 4:
+        fname = _name(ctx) + "2"
+    Xw = np.hstack([X, ctx.randn(n, n + 2)])
+    data = {col: int(ctx.rng.integers(0, X.shape[1])), base: int(ctx.rng.integers(2, 4))}
+    source = (f"def {fname}({arg}):\n    {arg} = np.asarray({arg}, dtype=float)\n"
+              f"    return {arg}[:, : {base} + int(np.argmax({arg}[:, {col}]))]\n")
+    top = int(np.argmax(Xw[:, data[col]]))
+    while True:
+        perm = probes.random_perm(ctx.rng, n)
+        if (int(np.argsort(perm)[top]) != top) == moves:
+            break
+    inf = float("inf")
+    fn = TestFunction(source, "输出的列数由某一列最大值所在的行决定的函数", fname, data)
+    g = probes.gaps(fn, Xw, perm) if not moves else probes.Gaps(inf, inf, inf, 0.0)
+    return probes.Probe(fn, Xw, perm, not moves, g, kind="shape")
+
+
 def checker_probes(ctx: Context) -> list[probes.Probe]:
     """Random probes in random order: equivariant ones (one equal to the last bit, one
-    differing by rounding only, 3-5 more), 5-7 that are not, one that is invariant
-    instead, and one non-equivariant probe under the identity. A checker that guesses
-    from a probe's code is right about half the time on each, so it loses the cell."""
+    differing by rounding only, 3-4 more), 5-6 that are not, one that is invariant
+    instead, one non-equivariant probe under the identity, and two whose sides may differ
+    in shape (one always does). A checker that guesses from a probe's code is right about
+    half the time on each, so it loses the cell."""
     X, n = checker_inputs(ctx)
 
     def perm() -> np.ndarray:
@@ -275,11 +306,12 @@ def checker_probes(ctx: Context) -> list[probes.Probe]:
     drawn = [probes.draw_structural(ctx.rng, X, breaks=False, perm=perm(), rounding=r)
              for r in (True, False)]
     drawn += [probes.draw_structural(ctx.rng, X, breaks=False, perm=perm())
-              for _ in range(int(ctx.rng.integers(3, 6)))]
+              for _ in range(int(ctx.rng.integers(3, 5)))]
     drawn += [probes.draw_structural(ctx.rng, X, breaks=True, perm=perm())
-              for _ in range(int(ctx.rng.integers(5, 8)))]
+              for _ in range(int(ctx.rng.integers(5, 7)))]
     drawn.append(probes.draw_invariant(ctx.rng, X, perm()))
     drawn.append(probes.with_identity(probes.draw_structural(ctx.rng, X, breaks=True, perm=perm())))
+    drawn += [_shape_probe(ctx, X, n, True), _shape_probe(ctx, X, n, bool(ctx.rng.random() < 0.5))]
     return [drawn[int(i)] for i in ctx.rng.permutation(len(drawn))]
 
 

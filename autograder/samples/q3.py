@@ -162,6 +162,10 @@ MISTAKES = [
                    "    return bool(not np.allclose(out_a[i], out_b[j], rtol=0, atol=1e-6))",
                    "    return True"),),
              {"test_output_changed"}, CONTEXT_COUNTS, visible=False),
+    _mistake("checker_no_shape_check", "检查器不先比较形状：两边形状不同时 np.allclose 出错（或广播）",
+             (Edit("checker_impl", "    return bool(lhs.shape == rhs.shape and np.allclose(lhs, rhs, rtol=0, atol=atol))",
+                   "    return bool(np.allclose(lhs, rhs, rtol=0, atol=atol))"),),
+             {"test_equivariance_checker"}, visible=False),
     # ---------------------------------------------------------------- own attention
     _mistake("naive_softmax", "softmax 不减最大值：打分上千时溢出",
              (Edit("attention_impl", "    scores = scores - scores.max(axis=-1, keepdims=True)\n", ""),),
