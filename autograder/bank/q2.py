@@ -304,10 +304,27 @@ def _std_is_sampled(ctx: Context, func: object) -> None:
              f"\n可能的原因：{STD_NOT_SAMPLED.describe()}")
 
 
-@check("q2.std", "dot_product_std：未缩放 ≈ √d_k，缩放后 ≈ 1（由抽样得到）")
-def std(ctx: Context, *, dot_product_std) -> None:
+def _std_of_own_samples(ctx: Context, std_func: object, samples_func: object) -> None:
+    """dot_product_std is the std of what dot_product_samples draws (the visible assert's
+    consistency, decided here on the student's values as data): with one seed each, the
+    two agree within 10 % (4000 samples: about 6 standard errors of their difference,
+    when a correct implementation draws in another order)."""
+    seed = int(ctx.rng.integers(2**31))
+    v = as_number(ctx.call(std_func, 20, 4000, np.random.default_rng(seed),
+                           what="dot_product_std(20, 4000, rng)"), "dot_product_std(20, 4000, rng)")
+    s = as_array(ctx.call(samples_func, 20, 4000, np.random.default_rng(seed),
+                          what="dot_product_samples(20, 4000, rng)"), "dot_product_samples(20, 4000, rng)")
+    own = float(np.std(s)) if s.ndim == 1 and s.size else float("nan")
+    if not (np.isfinite(v) and own > 0 and abs(v / own - 1) < 0.1):
+        fail(f"dot_product_std(20, 4000, rng) = {v:.4g}，而同一个种子下你的 dot_product_samples 抽出的样本的"
+             f"标准差是 {own:.4g}：dot_product_std 应返回 dot_product_samples 抽出的样本的标准差。")
+
+
+@check("q2.std", "dot_product_std：未缩放 ≈ √d_k，缩放后 ≈ 1（由抽样得到）", context=("dot_product_samples",))
+def std(ctx: Context, *, dot_product_std, dot_product_samples) -> None:
     n = 5000
     _std_is_sampled(ctx, dot_product_std)
+    _std_of_own_samples(ctx, dot_product_std, dot_product_samples)
     _std_at_one(ctx, dot_product_std, n)
     dims = [2, int(ctx.rng.integers(8, 40)), int(ctx.rng.integers(100, 257))]
     for d in dims:
