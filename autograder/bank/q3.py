@@ -208,8 +208,22 @@ def hand_swap(ctx: Context, *, swapped_outputs, swap_matches, self_attention) ->
              "新的第 0 行对原来的第 1 行，新的第 1 行对原来的第 0 行（容差 2e-3）。")
 
 
-@check("q3.multiset", "人咬人：重复的词也算数（多重集合）", context=("self_attention",))
-def multiset(ctx: Context, *, rbr_outputs, bites_weight_on_man, repeat_matters, self_attention) -> None:
+def _row_sums_to_one(bites_weight_on_man: object, rbr_weights: object) -> None:
+    """The visible assert's consistency, decided here on the student's values as data:
+    咬's weight on the two 人 plus its weight on itself is 1 (its row of rbr_weights)."""
+    try:
+        w, b = as_array(rbr_weights, ""), as_number(bites_weight_on_man, "")
+    except CheckFailed:
+        w, b = np.zeros(0), float("nan")
+    if w.shape != (3, 3) or not np.isclose(b + w[1, 1], 1.0):
+        fail("“咬”这一行的权重之和为 1：bites_weight_on_man 加上 rbr_weights[1, 1]（分给自己的权重）"
+             f"应等于 1。若只算了一个“人”，那是{MULTISET.describe()}")
+
+
+@check("q3.multiset", "人咬人：重复的词也算数（多重集合）", context=("self_attention", "rbr_weights"))
+def multiset(ctx: Context, *, rbr_outputs, bites_weight_on_man, repeat_matters, self_attention,
+             rbr_weights) -> None:
+    _row_sums_to_one(bites_weight_on_man, rbr_weights)
     out, weights = ref.self_attention(RBR_X, EYE, EYE, 2 * EYE)
     mine = own_pair(ctx, self_attention, RBR_X, EYE, EYE, 2 * EYE, what="self_attention(X_rbr, …)")
     arr = as_array(rbr_outputs, "rbr_outputs（“人咬人”三个位置的输出）")

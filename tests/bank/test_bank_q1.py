@@ -377,11 +377,36 @@ def _broken(X, W_q, W_k, W_v):
     raise RuntimeError("not written yet")
 
 
+def _tables(attention=None) -> dict:
+    """The student's own tables (weights_A … out_B) the answers must be rows of."""
+    (out_a, w_a), (out_b, w_b) = (
+        (q1_apple.reference(n) if attention is None else attention(q1_apple.sentence(n), *[np.eye(2)] * 3))
+        for n in ("A", "B"))
+    return {"weights_A": w_a, "weights_B": w_b, "out_A": out_a, "out_B": out_b}
+
+
+def _w(tables: dict) -> dict:
+    return {k: tables[k] for k in ("weights_A", "weights_B")}
+
+
+def _o(tables: dict) -> dict:
+    return {k: tables[k] for k in ("out_A", "out_B")}
+
+
+def test_the_answers_are_rows_of_the_students_own_tables_in_the_host(solution):
+    """Issue 29.2: "apple_A is a row of your out_A" was a visible assert only."""
+    tables = _tables()
+    with pytest.raises(CheckFailed, match="out_A 的某一行"):
+        run_check("q1.apple_outputs", self_attention=solution.self_attention, apple_A=solution.apple_A,
+                  apple_B=solution.apple_B, out_A=tables["out_A"] + 1, out_B=tables["out_B"])
+
+
 def test_apple_values_by_hand_pass_without_a_working_function(solution):
     run_check("q1.apple_weights", self_attention=_broken,
-              apple_weights_A=solution.apple_weights_A, apple_weights_B=solution.apple_weights_B)
+              apple_weights_A=solution.apple_weights_A, apple_weights_B=solution.apple_weights_B,
+              **_w(_tables()))
     run_check("q1.apple_outputs", self_attention=_broken,
-              apple_A=solution.apple_A, apple_B=solution.apple_B)
+              apple_A=solution.apple_A, apple_B=solution.apple_B, **_o(_tables()))
 
 
 def test_apple_values_of_a_wrong_function_are_carried_forward():
@@ -393,10 +418,12 @@ def test_apple_values_of_a_wrong_function_are_carried_forward():
     (out_a, w_a), (out_b, w_b) = no_scaling(q1_apple.sentence("A"), *[np.eye(2)] * 3), \
         no_scaling(q1_apple.sentence("B"), *[np.eye(2)] * 3)
     run_check("q1.apple_weights", self_attention=no_scaling, apple_weights_A=w_a[0],
-              apple_weights_B=w_b[2])
-    run_check("q1.apple_outputs", self_attention=no_scaling, apple_A=out_a[0], apple_B=out_b[2])
+              apple_weights_B=w_b[2], **_w(_tables(no_scaling)))
+    run_check("q1.apple_outputs", self_attention=no_scaling, apple_A=out_a[0], apple_B=out_b[2],
+              **_o(_tables(no_scaling)))
     with pytest.raises(CheckFailed):  # ... but not with someone else's function
-        run_check("q1.apple_outputs", self_attention=_broken, apple_A=out_a[0], apple_B=out_b[2])
+        run_check("q1.apple_outputs", self_attention=_broken, apple_A=out_a[0], apple_B=out_b[2],
+                  **_o(_tables(no_scaling)))
 
 
 @pytest.mark.parametrize("pick, message", [
@@ -408,7 +435,7 @@ def test_wrong_apple_weights_are_named(solution, pick, message):
     (out_a, w_a), (out_b, w_b) = q1_apple.reference("A"), q1_apple.reference("B")
     with pytest.raises(CheckFailed, match=message):
         run_check("q1.apple_weights", self_attention=_broken,
-                  apple_weights_A=pick(out_a, w_a, 0), apple_weights_B=pick(out_b, w_b, 2))
+                  apple_weights_A=pick(out_a, w_a, 0), apple_weights_B=pick(out_b, w_b, 2), **_w(_tables()))
 
 
 @pytest.mark.parametrize("apple_b, message", [
@@ -420,7 +447,7 @@ def test_wrong_apple_weights_are_named(solution, pick, message):
 def test_wrong_apple_outputs_are_named(solution, apple_b, message):
     with pytest.raises(CheckFailed, match=message):
         run_check("q1.apple_outputs", self_attention=solution.self_attention,
-                  apple_A=solution.apple_A, apple_B=apple_b(solution))
+                  apple_A=solution.apple_A, apple_B=apple_b(solution), **_o(_tables()))
 
 
 # ------------------------------------------------------------------ hidden inputs
@@ -536,5 +563,5 @@ def test_a_wrong_step_is_not_told_the_right_value(variable):
 def test_a_wrong_apple_value_is_not_told_the_right_value(solution):
     with pytest.raises(CheckFailed) as err:
         run_check("q1.apple_outputs", self_attention=_broken, apple_A=solution.apple_A + 0.1,
-                  apple_B=solution.apple_B)
+                  apple_B=solution.apple_B, **_o(_tables()))
     assert fmt(solution.apple_A) not in str(err.value) and "期望" not in str(err.value)

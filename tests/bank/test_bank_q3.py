@@ -479,10 +479,22 @@ def test_multiset_names_the_set_reading():
     for wrong in (float(ns.original_weights[1, 0]), float(ns.rbr_weights[1, 0])):
         with pytest.raises(CheckFailed, match=q3.MULTISET.label):
             run_check("q3.multiset", rbr_outputs=ns.rbr_outputs, bites_weight_on_man=wrong,
-                      repeat_matters=True, self_attention=ns.self_attention)
+                      repeat_matters=True, self_attention=ns.self_attention, rbr_weights=ns.rbr_weights)
     with pytest.raises(CheckFailed, match="rbr_outputs"):
         run_check("q3.multiset", rbr_outputs=ns.original_outputs, repeat_matters=True,
-                  bites_weight_on_man=ns.bites_weight_on_man, self_attention=ns.self_attention)
+                  bites_weight_on_man=ns.bites_weight_on_man, self_attention=ns.self_attention,
+                  rbr_weights=ns.rbr_weights)
+
+
+def test_the_row_sum_of_the_students_own_weights_is_decided_in_the_host():
+    """Issue 29.2: the visible assert bites_weight_on_man + rbr_weights[1, 1] == 1 is
+    checked by the hidden check too (without it, wrapping np.isclose kept the point)."""
+    ns = _ns()
+    bad = np.array(ns.rbr_weights, dtype=float)
+    bad[1, 1] += 0.1
+    with pytest.raises(CheckFailed, match="rbr_weights"):
+        run_check("q3.multiset", rbr_outputs=ns.rbr_outputs, bites_weight_on_man=ns.bites_weight_on_man,
+                  repeat_matters=True, self_attention=ns.self_attention, rbr_weights=bad)
 
 
 def test_self_attention_that_returns_only_the_output_is_told_so():
