@@ -43,3 +43,4 @@ def test_a_visible_failure_costs_only_the_mistakes_own_cells(assignment, variant
     fail only in cells the mistake loses anyway."""
     extra = set(visible_failures(assignment, variant)) - set(variant.loses)
     assert not extra, f"{variant.name} fails visible asserts in cells it should keep: {extra}"
+

@@ -58,6 +58,10 @@ def _lost(variant) -> tuple[set[str], list[str]]:
 def test_mistake_loses_exactly_its_cells_and_is_named(variant):
     lost, messages = _lost(variant)
     assert lost == set(variant.loses)
+    # issue 29.2: the host decides every point; a cell failed by a visible assert (which
+    # runs where numpy.allclose can be wrapped) is failed by its hidden check too
+    verdicts = _grade(solution_namespace(A, variant))
+    assert not {cell for cell in visible_failures(A, variant) if not verdicts[cell]}
     for label in variant.feedback:
         assert any(label in m for m in messages), (label, messages)
 
