@@ -15,6 +15,8 @@ __all__ = ["ANSWERS", "answers_for"]
 
 ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
     "q1_value_scaling": {
+        # W_v = 3I leaves the weights at the lecture's: quoting them before the step gives it away
+        "test_hand_weights": ("0.670 / 0.330", "[0.670, 0.330]"),
         "test_hand_output": ("2.009", "0.991", "2.010", "0.990", "[2.01, 0.99]"),
         "test_output_scale_factor": ("1.5 倍", "1.5", "3/2", "np.linalg.norm(output_1) / np.linalg.norm"),
         "test_self_attention": ("attention_weights(X_3 @ W_qk", "attention(X_3 @ W_qk"),
