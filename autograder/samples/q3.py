@@ -118,7 +118,7 @@ ALTERNATIVES = [
              "    weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)"),
         Edit("residual_impl", "P2 * symbolic_self_attention(X_sym, W_q_sym, W_k_sym, W_v_sym)[0]",
              "symbolic_self_attention(X_sym, W_q_sym, W_k_sym, W_v_sym)[0][[1, 0], :]"),
-        Edit("multiset_impl", "repeat_matters = bool(not np.allclose(rbr_outputs[1], original_outputs[1]))",
+        Edit("multiset_impl", "repeat_matters = output_changed(X, 1, X_rbr, 1, W_q, W_k, W_v)",
              "repeat_matters = np.abs(rbr_outputs[1] - original_outputs[1]).max() > 1e-9"),
     )),
 ]
@@ -156,16 +156,20 @@ MISTAKES = [
                    "hand_weights[0] * np.array([2.0, 0.0]) + hand_weights[1] * np.array([0.0, 2.0])"),),
              {"test_hand_output"}, V_NOT_SWAPPED, visible=False),
     # ---------------------------------------------------------------- the context task
-    _mistake("output_changed_asserted", "不算，直接写结论：output_changed 总返回 True（“人咬人”里变了，就以为总会变）",
-             (Edit("multiset_impl", "    out_a, _ = self_attention(X_a, W_q, W_k, W_v)\n"
+    _mistake("output_changed_asserted", "不算，直接写结论：output_changed 总返回 True（swap_matches 跟着错）",
+             (Edit("hand_swap_impl", "    out_a, _ = self_attention(X_a, W_q, W_k, W_v)\n"
                    "    out_b, _ = self_attention(X_b, W_q, W_k, W_v)\n"
                    "    return bool(not np.allclose(out_a[i], out_b[j], rtol=0, atol=1e-6))",
                    "    return True"),),
-             {"test_output_changed"}, CONTEXT_COUNTS, visible=False),
+             {"test_output_changed", "test_hand_swap"}, visible=False),
     _mistake("checker_no_shape_check", "检查器不先比较形状：两边形状不同时 np.allclose 出错（或广播）",
              (Edit("checker_impl", "    return bool(lhs.shape == rhs.shape and np.allclose(lhs, rhs, rtol=0, atol=atol))",
                    "    return bool(np.allclose(lhs, rhs, rtol=0, atol=atol))"),),
              {"test_equivariance_checker"}, visible=False),
+    _mistake("output_changed_by_length", "以为句子长度（词的个数）一变，输出就变：只比较两句的长度",
+             (Edit("hand_swap_impl", "    return bool(not np.allclose(out_a[i], out_b[j], rtol=0, atol=1e-6))",
+                   "    return len(out_a) != len(out_b)"),),
+             {"test_output_changed"}, CONTEXT_COUNTS, visible=False),
     # ---------------------------------------------------------------- own attention
     _mistake("naive_softmax", "softmax 不减最大值：打分上千时溢出",
              (Edit("attention_impl", "    scores = scores - scores.max(axis=-1, keepdims=True)\n", ""),),
