@@ -131,11 +131,11 @@ def _shape_text(x: np.ndarray, W_q: np.ndarray, W_v: np.ndarray | None = None) -
 def _tokens(ctx: Context):
     """X of 2 or 3 tokens (the probe that the n = 1 result is computed, not written down:
     at n = 1 a function with no attention at all, no 1/√d_k or the wrong softmax axis
-    gives the right value). d_k is never n, and the scaled scores are spread by about 1.5,
+    gives the right value). d_k is never n nor 2, and the scaled scores are spread by about 1.5,
     so the softmax is neither uniform nor one-hot."""
     n = int(ctx.rng.integers(2, 4))
     d_model, d_k, d_v = ctx.dims(2, 8, 3)
-    while d_k == n:
+    while d_k == n or d_k == 2:  # not the visible example's d_k = 2, not n: a hard-coded d_k shows
         d_model, d_k, d_v = ctx.dims(2, 8, 3)
     X, W_q, W_k, W_v = (ctx.randn(n, d_model), ctx.randn(d_model, d_k), ctx.randn(d_model, d_k),
                         ctx.randn(d_model, d_v))
