@@ -52,7 +52,7 @@ def _projections(ctx: Context, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return tuple(ctx.randn(d, d) for _ in range(3))
 
 
-def _runs(ctx: Context, self_attention, cases) -> list[tuple[tuple[np.ndarray, np.ndarray], ...]]:
+def own_runs(ctx: Context, self_attention, cases) -> list[tuple[tuple[np.ndarray, np.ndarray], ...]]:
     """Each case's (output, weights) pairs by the reference and, when it works, by the
     student's own ``self_attention`` (a wrong one already loses its own cells; an answer
     that follows from it is carried forward)."""
@@ -68,8 +68,17 @@ def _runs(ctx: Context, self_attention, cases) -> list[tuple[tuple[np.ndarray, n
     return out
 
 
-def _same(a: np.ndarray, b: np.ndarray) -> bool:
+def same_rows(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=0, atol=1e-6))
+
+
+def own_changed(own_a: tuple, i: int, own_b: tuple, j: int, default: bool) -> bool:
+    """Whether the student's own outputs of word i (sentence a) and word j (sentence b)
+    differ; ``default`` when those outputs are not tables with such rows."""
+    out_a, out_b = own_a[0], own_b[0]
+    if out_a.ndim != 2 or out_b.ndim != 2 or i >= len(out_a) or j >= len(out_b):
+        return default
+    return not same_rows(out_a[i], out_b[j])
 
 
 @check("q1.context_changes", "word_output_changed：同一个词，换了上下文，输出变不变（随机句子）",
@@ -81,10 +90,9 @@ def context_changes(ctx: Context, *, word_output_changed, apple_changed, self_at
     for k in ctx.rng.permutation(len(kinds)):
         A, i, B, j = _sentence_pair(ctx, kinds[k])
         W_q, W_k, W_v = _projections(ctx, A.shape[1])
-        (ref_a, own_a), (ref_b, own_b) = _runs(ctx, self_attention, [(A, W_q, W_k, W_v), (B, W_q, W_k, W_v)])
+        (_, own_a), (_, own_b) = own_runs(ctx, self_attention, [(A, W_q, W_k, W_v), (B, W_q, W_k, W_v)])
         expected = kinds[k] == "other"
-        own_expected = not _same(own_a[0][i], own_b[0][j]) if own_a[0].ndim == 2 and own_b[0].ndim == 2 \
-            and i < len(own_a[0]) and j < len(own_b[0]) else expected
+        own_expected = own_changed(own_a, i, own_b, j, expected)
         what = (f"word_output_changed(X_a, {i}, X_b, {j}, W_q, W_k, W_v)（两句 {len(A)} 个与 {len(B)} 个词，"
                 f"{'上下文不同' if expected else '上下文里的词相同' + ('，顺序不同' if kinds[k] == 'shuffled' else '')}）")
         got = as_bool(ctx.call(word_output_changed, A, i, B, j, W_q, W_k, W_v, what=what), what)
@@ -107,8 +115,8 @@ def same_weights(ctx: Context, *, same_weights_same_output, self_attention) -> N
         if not isinstance(got, (tuple, list)) or len(got) != 2:
             fail(f"{what} 应返回二元组 (weights_same, outputs_same)，得到的是 {type(got).__name__}。")
         w_same, o_same = as_bool(got[0], f"{what} 的 weights_same"), as_bool(got[1], f"{what} 的 outputs_same")
-        (_, own_a), (_, own_b) = _runs(ctx, self_attention, [(X, W_q, W_k, W_v), (X, W_q, W_k, W_v2)])
-        if (w_same, o_same) == (_same(own_a[1], own_b[1]), _same(own_a[0], own_b[0])):
+        (_, own_a), (_, own_b) = own_runs(ctx, self_attention, [(X, W_q, W_k, W_v), (X, W_q, W_k, W_v2)])
+        if (w_same, o_same) == (same_rows(own_a[1], own_b[1]), same_rows(own_a[0], own_b[0])):
             continue  # what the student's own self_attention gives (right or wrong: its own cells)
         if not w_same:
             fail(f"{what} 说两次的权重不同。\n可能的原因：{mc.CATALOG['weights_depend_on_v'].describe()}")

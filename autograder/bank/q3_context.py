@@ -16,7 +16,7 @@ import numpy as np
 from . import Context, check
 from .lib import misconceptions as mc
 from .lib.compare import as_bool, fail
-from .q1_context import _runs, _same
+from .q1_context import own_changed, own_runs
 
 CONTEXT_COUNTS = mc.register(
     "q3_context_counts", "以为输出看的是次数或顺序",
@@ -52,9 +52,8 @@ def output_changed(ctx: Context, *, output_changed, self_attention) -> None:
         kind = kinds[k]
         A, i, B, j = _pair(ctx, kind)
         W_q, W_k, W_v = (ctx.randn(A.shape[1], A.shape[1]) for _ in range(3))
-        (_, own_a), (_, own_b) = _runs(ctx, self_attention, [(A, W_q, W_k, W_v), (B, W_q, W_k, W_v)])
-        own = not _same(own_a[0][i], own_b[0][j]) if own_a[0].ndim == 2 and own_b[0].ndim == 2 \
-            and i < len(own_a[0]) and j < len(own_b[0]) else KINDS[kind]
+        (_, own_a), (_, own_b) = own_runs(ctx, self_attention, [(A, W_q, W_k, W_v), (B, W_q, W_k, W_v)])
+        own = own_changed(own_a, i, own_b, j, KINDS[kind])
         what = f"output_changed(X_a, {i}, X_b, {j}, W_q, W_k, W_v)（两句 {len(A)} 个与 {len(B)} 个词）"
         got = as_bool(ctx.call(output_changed, A, i, B, j, W_q, W_k, W_v, what=what), what)
         if got not in (KINDS[kind], own):
