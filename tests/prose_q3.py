@@ -19,6 +19,7 @@ from autograder.bank import q3
 from autograder.bank.lib import reference as ref
 
 GIVEN: set[str] = {
+    "12",     # a section's estimated minutes in the intro's table (test_prose checks they add up)
     "40",     # the core's estimated minutes (an estimate, stated in the intro's metadata too)
     "15",     # an extension's estimated minutes
     "10000",  # lecture 8's base of the sinusoidal encoding

@@ -23,6 +23,15 @@ from autograder.engine.host.integrity import (
     ("import sys\nsys.modules['autograder'] = None", "sys.modules"),
     ("import os\nos._exit(0)", "os._exit"),
     ("from nbgrader import utils", "导入了评分程序"),
+    # issue 29.2: the same rebinding through an alias, a module's namespace, or an import by name
+    ("import numpy as N\n_c = N.allclose\nN.allclose = lambda a, b, **k: True", "N.allclose"),
+    ("from numpy import testing as T\nT.assert_allclose = print", "T.assert_allclose"),
+    ("import numpy as N\nvars(N)['isclose'] = lambda *a, **k: True", "vars(N)['isclose']"),
+    ("np.__dict__['allclose'] = lambda *a, **k: True", "np.__dict__['allclose']"),
+    ("vars(np).update(allclose=lambda *a, **k: True)", "changes vars(np)"),
+    ("import importlib\nimportlib.import_module('autograder.bank.lib.reference')", "按名字导入"),
+    ("import importlib\nimportlib.import_module('auto' + 'grader.bank.lib.reference')", "按名字导入"),
+    ("ref = __import__('autograder')", "按名字导入"),
 ])
 def test_tampering_is_flagged(source, reason):
     assert any(reason in r for r in scan_source(source))
@@ -33,6 +42,7 @@ def test_tampering_is_flagged(source, reason):
     "import numpy as np\nimport sympy as sp\nc = sp.Symbol('c')\nx = np.eye(2)\nx[0, 0] = 3",
     "%matplotlib inline\nimport matplotlib.pyplot as plt",
     "def broken(:\n    pass",
+    "import numpy as N\nok = N.allclose(N.eye(2), N.eye(2))\nimport importlib\nm = importlib.import_module('scipy')",
 ])
 def test_ordinary_code_is_not_flagged(source):
     assert scan_source(source) == []

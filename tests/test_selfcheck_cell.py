@@ -166,7 +166,7 @@ def test_exercises_run_all_reaches_the_check_cell_and_its_total(tmp_path, monkey
               and any(o.output_type == "error" for o in c.get("outputs", []))]
     assert failed == ["test_softmax_stable"]  # its visible assert: Run All went on
     report = "".join(o.get("text", "") for o in run.cells[-1].outputs)
-    assert "test_softmax_stable（0 / 1 分）" in report and "总分：19 / 20 分" in report, report
+    assert "test_softmax_stable（0 / 1 分）" in report and "总分：21 / 22 分" in report, report
     assert "  • 【减去了整张打分表的最大值】：test_softmax_stable（共失 1 分）" in report
 
 

@@ -31,6 +31,8 @@ def test_alternative_passes_every_visible_assert(assignment, variant):
 
 @pytest.mark.parametrize("assignment, variant", _params(mistakes))
 def test_mistake_fails_a_visible_assert(assignment, variant):
+    if not variant.visible:
+        pytest.skip("no visible assert may see it without stating a graded answer (issue 30)")
     failed = visible_failures(assignment, variant)
     assert failed, f"{variant.name}: every visible assert passes, the student learns only from the grade"
 
@@ -41,3 +43,4 @@ def test_a_visible_failure_costs_only_the_mistakes_own_cells(assignment, variant
     fail only in cells the mistake loses anyway."""
     extra = set(visible_failures(assignment, variant)) - set(variant.loses)
     assert not extra, f"{variant.name} fails visible asserts in cells it should keep: {extra}"
+

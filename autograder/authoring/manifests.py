@@ -16,6 +16,7 @@ from pathlib import Path
 from nbformat import NotebookNode
 
 from ..bank import get_check
+from ..bank.answers import answers_for
 from ..engine.host.hidden import check_calls
 from ..engine.host.manifest import FORMAT
 from ..errors import CourseError, HiddenTestError
@@ -51,7 +52,8 @@ def build_manifest(*, assignment: str, source_nb, release_nb, gradebook_rows: di
              for e in sections(release_nb, f"release of {assignment}")]
     return {"format": FORMAT, "assignment": assignment, "digest": digest,
             "notebook_metadata": json.loads(json.dumps(dict(release_nb.metadata))),
-            "gradebook": gradebook_rows, "cells": cells, "extensions": mode, "parts": parts}
+            "gradebook": gradebook_rows, "cells": cells, "extensions": mode, "parts": parts,
+            "answers": answers_for(assignment)}  # what no visible text may state before it is asked
 
 
 def gradebook_rows(course: Path, assignment: str) -> dict:

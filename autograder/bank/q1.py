@@ -10,10 +10,19 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from . import Context, check, q1_apple, q1_hand  # noqa: F401  (their checks register on import)
+from . import Context, check, q1_apple, q1_context, q1_hand  # noqa: F401  (their checks register on import)
 from .lib import misconceptions as mc
 from .lib import reference as ref
-from .lib.compare import as_array, as_bool, as_number, assert_close, assert_number_close, fail, fmt
+from .lib.compare import (
+    CheckFailed,
+    as_array,
+    as_bool,
+    as_number,
+    assert_close,
+    assert_number_close,
+    fail,
+    fmt,
+)
 from .lib.symbolic import (
     as_expression,
     assert_equivalent,
@@ -78,8 +87,11 @@ def softmax_stable(ctx: Context, *, softmax) -> None:
 
 
 def _qkv(ctx: Context, dtype: type = np.float64):
-    n_q, n_k = ctx.dims(2, 6, 2)
-    d_k, d_v = ctx.dims(2, 7, 2)
+    # d_k is never 2 (the visible example's, so a hard-coded d_k = 2 is seen) and never
+    # n_k (the lecture's n = d_k = 2, so dividing by √n_k is seen)
+    n_q, = ctx.dims(2, 6, 1)
+    d_k, d_v = ctx.dims(3, 7, 2)
+    n_k = int(ctx.rng.choice([n for n in range(2, 7) if n != d_k]))
     return ctx.randn(n_q, d_k, dtype=dtype), ctx.randn(n_k, d_k, dtype=dtype), \
         ctx.randn(n_k, d_v, dtype=dtype)
 
@@ -118,7 +130,7 @@ def _self_attention_inputs(ctx: Context, square: bool = False):
     """X, W_q, W_k, W_v with d_model, d_k, d_v all different (d_v = d_k when ``square``)
     and scaled scores spread by :data:`SCORE_SPREAD`; V is of the same size as Q and K,
     so weights computed from V are not saturated either."""
-    n, d_model, d_k, d_v = ctx.dims(2, 8, 4)
+    d_k, n, d_model, d_v = ctx.dims(3, 9, 4)  # d_k ≠ 2 (the visible example's), ≠ n, ≠ d_model
     d_v = d_k if square else d_v
     X = ctx.randn(n, d_model)
     W_q, W_k, W_v = (ctx.randn(d_model, d) / np.sqrt(d_model) for d in (d_k, d_k, d_v))
@@ -163,6 +175,11 @@ def value_scaling(ctx: Context, *, self_attention) -> None:
                            (as_array(out_c, f"{what_c} 的 output"), f"{what_c} 的 output")):
             if not np.isfinite(got).all():  # inf matches inf: the property would prove nothing
                 fail(f"{label} 含有 NaN 或无穷大，而输入都是不大的有限数。")
+        # the relation alone holds for any weights that leave V out (unscaled, wrong axis):
+        # the weights it is about must be the lecture's
+        Q, K = X @ W_q, X @ W_k
+        assert_close(w1, ref.attention_weights(Q, K), f"{what} 的 weights", rtol=1e-6, atol=1e-8,
+                     diagnose=mc.diagnoser(mc.weights_variants(Q, K, d_model=X.shape[1])))
         if w1.shape != w_c.shape or not np.allclose(w1, w_c, rtol=1e-6, atol=1e-9):
             fail(f"把 W_v 换成 {c:.3g}·W_v 后，返回的 weights 变了。\n可能的原因："
                  f"{mc.CATALOG['weights_depend_on_v'].describe()}")
@@ -205,20 +222,43 @@ def _scale_hint(value: float) -> str | None:
     return None
 
 
-@check("q1.weights_changed", "权重会变吗：weights_changed")
-def weights_changed(ctx: Context, *, weights_changed) -> None:
+#: The lecture's position-1 weights with W_v = 2I (given in the prose, 3 decimals).
+LECTURE_WEIGHTS = np.array([0.670, 0.330])
+LECTURE_OUTPUT = np.array([1.340, 0.660])
+
+
+def _own(value: object, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The student's own hand value as data (None when it is not a finite array of ``shape``)."""
+    try:
+        arr = as_array(value, "")
+    except CheckFailed:
+        return None
+    return arr if arr.shape == shape and np.isfinite(arr).all() else None
+
+
+@check("q1.weights_changed", "权重会变吗：weights_changed", context=("weights_1",))
+def weights_changed(ctx: Context, *, weights_changed, weights_1) -> None:
     if as_bool(weights_changed, "weights_changed"):
         fail("weights_changed 应为 False：把 W_v 换成 3I 后，Q、K 都没变，打分和权重也就不变。"
              f"\n可能的原因：{mc.CATALOG['weights_depend_on_v'].describe()}")
+    own = _own(weights_1, (2,))  # the answer must agree with the student's own hand steps
+    if own is None or not np.allclose(own, LECTURE_WEIGHTS, rtol=0, atol=ref.LECTURE_ATOL):
+        fail("你回答 weights_changed = False，可你手算的 weights_1 与讲义 W_v = 2I 时的 0.670 / 0.330 "
+             "不同：回答和你自己的计算对不上。回到第 1 节逐步核对手算。")
 
 
-@check("q1.output_scale_factor", "输出变成原来的几倍：output_scale_factor")
-def output_scale_factor(ctx: Context, *, output_scale_factor) -> None:
+@check("q1.output_scale_factor", "输出变成原来的几倍：output_scale_factor", context=("output_1",))
+def output_scale_factor(ctx: Context, *, output_scale_factor, output_1) -> None:
     value = as_number(output_scale_factor, "output_scale_factor")
     if not (np.isfinite(value) and np.isclose(value, 1.5, rtol=1e-3, atol=1e-3)):
         hint = _scale_hint(value)  # what is wrong with it, not the right value
         fail(f"output_scale_factor = {value:.6g} 不对（容差 rtol=1e-3, atol=1e-3）。"
              + (f"\n可能的原因：{hint}" if hint else ""))
+    own = _own(output_1, (2,))
+    ratio = None if own is None else float(np.linalg.norm(own) / np.linalg.norm(LECTURE_OUTPUT))
+    if ratio is None or not np.isclose(value, ratio, rtol=3e-3):
+        fail("output_scale_factor 与你手算的 output_1 对不上：它应是 output_1 相对讲义 W_v = 2I 时的"
+             "输出 [1.340, 0.660] 的倍数。回到第 1 节逐步核对手算。")
 
 
 @check("q1.weights_3Wq", "对照：W_q = 3I 时的权重")

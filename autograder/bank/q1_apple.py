@@ -91,8 +91,20 @@ def _grade(got: object, what: str, name: str, pick: Callable[[np.ndarray, np.nda
          f"在这句上算出的结果（容差 {TOL:g}）。{cause}")
 
 
-@check("q1.apple_weights", "“苹果”在两句里对各词的权重", context=("self_attention",))
-def apple_weights(ctx: Context, *, self_attention, apple_weights_A, apple_weights_B) -> None:
+def _row_of(got: object, table: object, what: str, table_name: str) -> None:
+    """The visible assert's consistency, decided in the host on the student's values as
+    data: the answer is one row of the student's own table (``weights_A`` …)."""
+    try:
+        arr, rows = as_array(got, ""), as_array(table, "")
+    except CheckFailed:
+        arr, rows = np.zeros(0), np.zeros((0, 0))
+    if rows.ndim != 2 or not any(r.shape == arr.shape and np.allclose(arr, r) for r in rows):
+        fail(f"{what} 应是你的 {table_name} 的某一行（每一行是一个词对应的结果）。")
+
+
+@check("q1.apple_weights", "“苹果”在两句里对各词的权重", context=("self_attention", "weights_A", "weights_B"))
+def apple_weights(ctx: Context, *, self_attention, apple_weights_A, apple_weights_B, weights_A,
+                  weights_B) -> None:
     for name, got in (("A", apple_weights_A), ("B", apple_weights_B)):
         own = _own(ctx, self_attention, name)
         row = APPLE_ROW[name]
@@ -104,10 +116,12 @@ def apple_weights(ctx: Context, *, self_attention, apple_weights_A, apple_weight
             return ""
 
         _grade(got, f"apple_weights_{name}", name, lambda out, w, row=row: w[row], own, transposed)
+    _row_of(apple_weights_A, weights_A, "apple_weights_A", "weights_A")
+    _row_of(apple_weights_B, weights_B, "apple_weights_B", "weights_B")
 
 
-@check("q1.apple_outputs", "“苹果”在两句里的输出", context=("self_attention",))
-def apple_outputs(ctx: Context, *, self_attention, apple_A, apple_B) -> None:
+@check("q1.apple_outputs", "“苹果”在两句里的输出", context=("self_attention", "out_A", "out_B"))
+def apple_outputs(ctx: Context, *, self_attention, apple_A, apple_B, out_A, out_B) -> None:
     values = {"A": apple_A, "B": apple_B}
     for name, other in (("A", "B"), ("B", "A")):
         own = _own(ctx, self_attention, name)
@@ -124,3 +138,5 @@ def apple_outputs(ctx: Context, *, self_attention, apple_A, apple_B) -> None:
             return ""
 
         _grade(values[name], f"apple_{name}", name, lambda out, w, row=row: out[row], own, diagnose)
+    _row_of(apple_A, out_A, "apple_A", "out_A")
+    _row_of(apple_B, out_B, "apple_B", "out_B")

@@ -42,7 +42,13 @@ from .q2_ext import (
     SLOPE_SWAPPED,
     VARIANCE_VS_STD,
 )
-from .q2_general import ALIGNED_CANCEL, ALIGNED_FLAT, ALIGNED_INDEPENDENT_KEY, GROWTH_VARIANCE
+from .q2_general import (
+    ALIGNED_CANCEL,
+    ALIGNED_FLAT,
+    ALIGNED_INDEPENDENT_KEY,
+    ALIGNED_SHARED_R,
+    GROWTH_VARIANCE,
+)
 
 #: The question's target dimension for the hand values.
 HAND_DIM = 200
@@ -278,9 +284,47 @@ def _std_at_one(ctx: Context, func: object, n: int) -> None:
          f"得到 {bad[0]:.4g}（容差 ±{tol:.2g}）。{cause}")
 
 
-@check("q2.std", "dot_product_std：未缩放 ≈ √d_k，缩放后 ≈ 1")
-def std(ctx: Context, *, dot_product_std) -> None:
+STD_NOT_SAMPLED = mc.register(
+    "std_not_sampled", "没有抽样：直接返回了理论值",
+    "dot_product_std 要返回抽出来的样本的标准差：它随传入的 rng 有抽样误差。你的函数对两个种子不同的 rng "
+    "返回完全相同的数，说明它没有抽样，只是写出了公式；这一格检查的正是实验本身。")
+
+
+def _std_is_sampled(ctx: Context, func: object) -> None:
+    """Two generators of different seeds, 50 samples each: a sampled std differs (its
+    relative standard error is about 10 %); a formula (√d_k, or 1 when scaled) does not."""
+    d = int(ctx.rng.integers(3, 30))
+    seed_a, seed_b = (int(v) for v in ctx.rng.choice(2**31, size=2, replace=False))
+    got = []
+    for seed in (seed_a, seed_b):
+        what = f"dot_product_std({d}, 50, np.random.default_rng({seed}))"
+        got.append(as_number(ctx.call(func, d, 50, np.random.default_rng(seed), what=what), what))
+    if got[0] == got[1]:
+        fail(f"dot_product_std({d}, 50, rng) 对两个种子不同的 rng 都返回 {got[0]:.6g}。"
+             f"\n可能的原因：{STD_NOT_SAMPLED.describe()}")
+
+
+def _std_of_own_samples(ctx: Context, std_func: object, samples_func: object) -> None:
+    """dot_product_std is the std of what dot_product_samples draws (the visible assert's
+    consistency, decided here on the student's values as data): with one seed each, the
+    two agree within 10 % (4000 samples: about 6 standard errors of their difference,
+    when a correct implementation draws in another order)."""
+    seed = int(ctx.rng.integers(2**31))
+    v = as_number(ctx.call(std_func, 20, 4000, np.random.default_rng(seed),
+                           what="dot_product_std(20, 4000, rng)"), "dot_product_std(20, 4000, rng)")
+    s = as_array(ctx.call(samples_func, 20, 4000, np.random.default_rng(seed),
+                          what="dot_product_samples(20, 4000, rng)"), "dot_product_samples(20, 4000, rng)")
+    own = float(np.std(s)) if s.ndim == 1 and s.size else float("nan")
+    if not (np.isfinite(v) and own > 0 and abs(v / own - 1) < 0.1):
+        fail(f"dot_product_std(20, 4000, rng) = {v:.4g}，而同一个种子下你的 dot_product_samples 抽出的样本的"
+             f"标准差是 {own:.4g}：dot_product_std 应返回 dot_product_samples 抽出的样本的标准差。")
+
+
+@check("q2.std", "dot_product_std：未缩放 ≈ √d_k，缩放后 ≈ 1（由抽样得到）", context=("dot_product_samples",))
+def std(ctx: Context, *, dot_product_std, dot_product_samples) -> None:
     n = 5000
+    _std_is_sampled(ctx, dot_product_std)
+    _std_of_own_samples(ctx, dot_product_std, dot_product_samples)
     _std_at_one(ctx, dot_product_std, n)
     dims = [2, int(ctx.rng.integers(8, 40)), int(ctx.rng.integers(100, 257))]
     for d in dims:
@@ -301,7 +345,8 @@ def std(ctx: Context, *, dot_product_std) -> None:
 
 
 #: Names the sample students (``autograder/samples/q2.py``) use, extensions' included.
-__all__ = ["ALIGNED_CANCEL", "ALIGNED_FLAT", "ALIGNED_INDEPENDENT_KEY", "CHAIN_UNPAIRED", "COSINE",
+__all__ = ["ALIGNED_CANCEL", "ALIGNED_FLAT", "ALIGNED_INDEPENDENT_KEY", "ALIGNED_SHARED_R",
+           "CHAIN_UNPAIRED", "COSINE", "STD_NOT_SAMPLED",
            "DIVIDE_DK", "ENTROPY_NAN", "GRAD_NO_SOFTMAX", "GROWTH_VARIANCE", "JAC_DIAGONAL", "JAC_SIGN",
            "MEAN_AS_SIZE", "NONCENTRED", "NO_SCALING", "RNG_UNUSED", "SHARED_QUERY", "SLOPE_NO_LOG",
            "SLOPE_SWAPPED", "SQUARE_AS_SIZE", "UNIFORM", "VARIANCE_VS_STD", "Z"]

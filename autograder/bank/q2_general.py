@@ -58,8 +58,37 @@ def _aligned_shape(got: np.ndarray, n: int, d: int, what: str) -> None:
         fail(f"{what} 含有 NaN 或无穷大。")
 
 
+ALIGNED_SHARED_R = mc.register(
+    "aligned_shared_r", "所有样本共用同一个 r",
+    "每个样本都要一对新抽取的 q、r：k = cos_theta·q + √(1 − cos_theta²)·r。所有样本共用一个 r 时，"
+    "一次调用的点积都靠着同一个方向 r，样本之间不再独立：均值和方差的期望还对，但每次调用的方差"
+    "随那个 r 的长度大起大落。")
+#: Calls of the independence probe, its size, cos θ, and the bound on the spread of the
+#: log sample variances between calls: about 0.22 when each sample draws its own r
+#: (maximum 0.27 over 300 simulated graders), about 1.0 with one r per call (minimum 0.80).
+SHARED_R_CALLS, SHARED_R_N, SHARED_R_COS, SHARED_R_SPREAD = 60, 200, 0.3, 0.5
+
+
+def _aligned_independent(ctx: Context, aligned_dot_samples) -> None:
+    """At d_k = 1, with a small cos θ, one r shared by every sample of a call makes the
+    call's sample variance c²·2 + (1 − c²)·r², which varies with r from call to call."""
+    logs = []
+    for _ in range(SHARED_R_CALLS):
+        what = f"aligned_dot_samples(1, {SHARED_R_N}, rng, cos_theta={SHARED_R_COS})"
+        got = as_array(ctx.call(aligned_dot_samples, 1, SHARED_R_N, _generator(ctx), SHARED_R_COS,
+                                what=what), what)
+        _aligned_shape(got, SHARED_R_N, 1, what)
+        logs.append(np.log(max(float(got.var(ddof=1)), 1e-300)))
+    spread = float(np.std(logs))
+    if spread > SHARED_R_SPREAD:
+        fail(f"{SHARED_R_CALLS} 次调用 aligned_dot_samples(1, {SHARED_R_N}, rng, cos_theta={SHARED_R_COS})，"
+             f"各次样本方差的对数标准差是 {spread:.2f}，远大于独立抽样时的约 0.22："
+             f"样本之间不独立。\n可能的原因：{ALIGNED_SHARED_R.describe()}")
+
+
 @check("q2.aligned_samples", "aligned_dot_samples：方向差不多的随机向量，点积的均值与方差")
 def aligned_samples(ctx: Context, *, aligned_dot_samples) -> None:
+    _aligned_independent(ctx, aligned_dot_samples)
     n = 4000
     dims = [2, int(ctx.rng.integers(5, 40)), int(ctx.rng.integers(100, 201))]
     for d in dims:

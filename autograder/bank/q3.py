@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import Context, check
+from ..engine.protocol.testfn import TestFunction
+from . import (
+    Context,
+    check,
+    q3_context,  # noqa: F401  (its check registers on import)
+)
 from . import q3_hand as hand
 from . import q3_probes as probes
 from . import q3_tolerance as tolerance
@@ -86,11 +91,14 @@ def own_pair(ctx: Context, func: object, *args: object, what: str) -> tuple[np.n
         return None
 
 
-def attention_inputs(ctx: Context, *, low: int = 2, spread: float = 1.0):
+def attention_inputs(ctx: Context, *, low: int = 3, spread: float = 1.0):
     """Random X, W_q, W_k, W_v with pairwise different n, d_model, d_k, d_v, rescaled so
     that the scaled scores have a standard deviation of about ``spread``: the softmax is
-    not saturated, so every wrong scaling or axis changes the weights visibly."""
-    n, d_model, d_k, d_v = ctx.dims(low, 7, 4)
+    not saturated, so every wrong scaling or axis changes the weights visibly. No size is
+    2 (an array's ndim, and the visible example's d_k) and none is another's square, so
+    d_k = K.ndim or d_k = n reproduce no other named formula (a label names what the
+    student did only when it alone reproduces the values)."""
+    n, d_model, d_k, d_v = ctx.dims(low, 8, 4)
     X = ctx.randn(n, d_model)
     W_q, W_k, W_v = ctx.randn(d_model, d_k), ctx.randn(d_model, d_k), ctx.randn(d_model, d_v)
     scores = (X @ W_q) @ (X @ W_k).T / np.sqrt(d_k)
@@ -200,8 +208,22 @@ def hand_swap(ctx: Context, *, swapped_outputs, swap_matches, self_attention) ->
              "新的第 0 行对原来的第 1 行，新的第 1 行对原来的第 0 行（容差 2e-3）。")
 
 
-@check("q3.multiset", "人咬人：重复的词也算数（多重集合）", context=("self_attention",))
-def multiset(ctx: Context, *, rbr_outputs, bites_weight_on_man, repeat_matters, self_attention) -> None:
+def _row_sums_to_one(bites_weight_on_man: object, rbr_weights: object) -> None:
+    """The visible assert's consistency, decided here on the student's values as data:
+    咬's weight on the two 人 plus its weight on itself is 1 (its row of rbr_weights)."""
+    try:
+        w, b = as_array(rbr_weights, ""), as_number(bites_weight_on_man, "")
+    except CheckFailed:
+        w, b = np.zeros(0), float("nan")
+    if w.shape != (3, 3) or not np.isclose(b + w[1, 1], 1.0):
+        fail("“咬”这一行的权重之和为 1：bites_weight_on_man 加上 rbr_weights[1, 1]（分给自己的权重）"
+             f"应等于 1。若只算了一个“人”，那是{MULTISET.describe()}")
+
+
+@check("q3.multiset", "人咬人：重复的词也算数（多重集合）", context=("self_attention", "rbr_weights"))
+def multiset(ctx: Context, *, rbr_outputs, bites_weight_on_man, repeat_matters, self_attention,
+             rbr_weights) -> None:
+    _row_sums_to_one(bites_weight_on_man, rbr_weights)
     out, weights = ref.self_attention(RBR_X, EYE, EYE, 2 * EYE)
     mine = own_pair(ctx, self_attention, RBR_X, EYE, EYE, 2 * EYE, what="self_attention(X_rbr, …)")
     arr = as_array(rbr_outputs, "rbr_outputs（“人咬人”三个位置的输出）")
@@ -256,11 +278,41 @@ def checker_inputs(ctx: Context) -> tuple[np.ndarray, int]:
     return ctx.randn(n, d), n
 
 
+def _name(ctx: Context) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return "".join(letters[int(k)] for k in ctx.rng.integers(0, 26, size=int(ctx.rng.integers(3, 6))))
+
+
+def _shape_probe(ctx: Context, X: np.ndarray, n: int, moves: bool) -> probes.Probe:
+    """A function whose number of output columns is read from where the largest entry of
+    a data-chosen column sits: a permutation that moves that row gives the two sides
+    different shapes (never one column, so nothing broadcasts) and the answer False
+    ("形状不同时返回 False"); one that keeps it gives True. The code and its names are
+    the same either way."""
+    fname, arg, col, base = _name(ctx), _name(ctx) + "_", _name(ctx) + "0", _name(ctx) + "1"
+    while len({fname, arg, col, base}) < 4:
+        fname = _name(ctx) + "2"
+    Xw = np.hstack([X, ctx.randn(n, n + 2)])
+    data = {col: int(ctx.rng.integers(0, X.shape[1])), base: int(ctx.rng.integers(2, 4))}
+    source = (f"def {fname}({arg}):\n    {arg} = np.asarray({arg}, dtype=float)\n"
+              f"    return {arg}[:, : {base} + int(np.argmax({arg}[:, {col}]))]\n")
+    top = int(np.argmax(Xw[:, data[col]]))
+    while True:
+        perm = probes.random_perm(ctx.rng, n)
+        if (int(np.argsort(perm)[top]) != top) == moves:
+            break
+    inf = float("inf")
+    fn = TestFunction(source, "输出的列数由某一列最大值所在的行决定的函数", fname, data)
+    g = probes.gaps(fn, Xw, perm) if not moves else probes.Gaps(inf, inf, inf, 0.0)
+    return probes.Probe(fn, Xw, perm, not moves, g, kind="shape")
+
+
 def checker_probes(ctx: Context) -> list[probes.Probe]:
     """Random probes in random order: equivariant ones (one equal to the last bit, one
-    differing by rounding only, 3-5 more), 5-7 that are not, one that is invariant
-    instead, and one non-equivariant probe under the identity. A checker that guesses
-    from a probe's code is right about half the time on each, so it loses the cell."""
+    differing by rounding only, 3-4 more), 5-6 that are not, one that is invariant
+    instead, one non-equivariant probe under the identity, and two whose sides may differ
+    in shape (one always does). A checker that guesses from a probe's code is right about
+    half the time on each, so it loses the cell."""
     X, n = checker_inputs(ctx)
 
     def perm() -> np.ndarray:
@@ -268,11 +320,12 @@ def checker_probes(ctx: Context) -> list[probes.Probe]:
     drawn = [probes.draw_structural(ctx.rng, X, breaks=False, perm=perm(), rounding=r)
              for r in (True, False)]
     drawn += [probes.draw_structural(ctx.rng, X, breaks=False, perm=perm())
-              for _ in range(int(ctx.rng.integers(3, 6)))]
+              for _ in range(int(ctx.rng.integers(3, 5)))]
     drawn += [probes.draw_structural(ctx.rng, X, breaks=True, perm=perm())
-              for _ in range(int(ctx.rng.integers(5, 8)))]
+              for _ in range(int(ctx.rng.integers(5, 7)))]
     drawn.append(probes.draw_invariant(ctx.rng, X, perm()))
     drawn.append(probes.with_identity(probes.draw_structural(ctx.rng, X, breaks=True, perm=perm())))
+    drawn += [_shape_probe(ctx, X, n, True), _shape_probe(ctx, X, n, bool(ctx.rng.random() < 0.5))]
     return [drawn[int(i)] for i in ctx.rng.permutation(len(drawn))]
 
 

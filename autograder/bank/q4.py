@@ -128,13 +128,33 @@ def _shape_text(x: np.ndarray, W_q: np.ndarray, W_v: np.ndarray | None = None) -
 # ------------------------------------------------------------------ the code for one token
 
 
-@check("q4.weights", "single_token_weights：一个 token 的注意力权重（随机大小，float32）")
+def _tokens(ctx: Context):
+    """X of 2 or 3 tokens (the probe that the n = 1 result is computed, not written down:
+    at n = 1 a function with no attention at all, no 1/√d_k or the wrong softmax axis
+    gives the right value). d_k is never n nor 2, and the scaled scores are spread by about 1.5,
+    so the softmax is neither uniform nor one-hot."""
+    n = int(ctx.rng.integers(2, 4))
+    d_model, d_k, d_v = ctx.dims(2, 8, 3)
+    while d_k == n or d_k == 2:  # not the visible example's d_k = 2, not n: a hard-coded d_k shows
+        d_model, d_k, d_v = ctx.dims(2, 8, 3)
+    X, W_q, W_k, W_v = (ctx.randn(n, d_model), ctx.randn(d_model, d_k), ctx.randn(d_model, d_k),
+                        ctx.randn(d_model, d_v))
+    s = (X @ W_q) @ (X @ W_k).T / np.sqrt(d_k)
+    return X, W_q * (1.5 / max(float(np.std(s)), 1e-3)), W_k, W_v
+
+
+@check("q4.weights", "single_token_weights：一个 token 的注意力权重（随机大小，float32；n = 2、3 时是讲义的注意力）")
 def weights_values(ctx: Context, *, single_token_weights) -> None:
     cases = [_inputs(ctx) for _ in range(3)] + [_inputs(ctx, dtype=np.float32)]
     for x, W_q, W_k, _ in cases:
         what = f"single_token_weights(x, W_q, W_k){_shape_text(x, W_q)}"
         got = ctx.call(single_token_weights, x, W_q, W_k, what=what)
         _assert_weight(got, what, diagnoser(_weights_pairs(x, W_q, W_k)))
+    X, W_q, W_k, _ = _tokens(ctx)
+    Q, K = X @ W_q, X @ W_k
+    what = f"single_token_weights(X, W_q, W_k)（{X.shape[0]} 个 token，X {X.shape}，d_k={W_k.shape[1]}）"
+    assert_close(ctx.call(single_token_weights, X, W_q, W_k, what=what), ref.attention_weights(Q, K),
+                 what, rtol=1e-6, atol=1e-9, diagnose=mc.diagnoser(mc.weights_variants(Q, K)))
 
 
 def _one_row(out: np.ndarray, what: str) -> None:
@@ -169,6 +189,13 @@ def attention_output(ctx: Context, *, single_token_attention) -> None:
         expected = ref.self_attention(x, W_q, W_k, W_v)[0].astype(np.float64)
         assert_close(got, expected, what, rtol=RTOL, atol=ATOL,
                      diagnose=diagnoser(_output_pairs(x, W_q, W_k, W_v)))
+    X, W_q, W_k, W_v = _tokens(ctx)
+    what = (f"single_token_attention(X, W_q, W_k, W_v)（{X.shape[0]} 个 token，X {X.shape}，"
+            f"d_k={W_k.shape[1]}，d_v={W_v.shape[1]}）")
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v
+    assert_close(ctx.call(single_token_attention, X, W_q, W_k, W_v, what=what),
+                 ref.self_attention(X, W_q, W_k, W_v)[0], what, rtol=RTOL, atol=ATOL,
+                 diagnose=mc.diagnoser(mc.attention_variants(Q, K, V, d_model=X.shape[1])))
 
 
 @check("q4.input_shapes", "x 可以是 (1, d_model) 也可以是 (d_model,)：结果形状都为二维")

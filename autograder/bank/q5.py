@@ -20,6 +20,8 @@ import numpy as np
 from . import Context, check
 from .lib import misconceptions as mc
 from .lib.compare import as_number, assert_number_close, fail, fmt
+from .q5_texts import token_texts as _token_texts
+from .q5_texts import writing_pairs as _writing_pairs
 
 SCORES_PAIRS = mc.register(
     "scores_unordered_pairs", "只数了一部分位置对（无序的对，或漏了自己）",
@@ -64,9 +66,9 @@ WORDS_AS_TOKENS = mc.register(
     "text.split() 按空格切分：中文没有空格，一整句会被当成 1 个“词”；英文的标点和长词也会被 BPE 另外切分。"
     "请用给出的分词器 cl100k 切分后再数。")
 
-#: How close table_ratio must be: the question asks for the ratio "大概"; counting unordered
-#: pairs n(n+1)/2 (a counting mistake of its own cell) gives 15.99, a true 1 % away is 16.16.
-TABLE_RATIO_RTOL = 1e-2
+#: How close table_ratio must be: counting unordered pairs n(n+1)/2 gives 15.988, or
+#: n(n−1)/2 16.012, both 7.5e-4 from 16: the tolerance lies well below that.
+TABLE_RATIO_RTOL = 1e-4
 
 
 # ------------------------------------------------------------------ helpers
@@ -183,9 +185,12 @@ def check_table_ratio(ctx: Context, *, table_ratio) -> None:
     if np.isfinite(value) and np.isclose(value, 16.0, rtol=TABLE_RATIO_RTOL, atol=0):
         return
     found = _ratio_hint(1000, 4000, rtol=TABLE_RATIO_RTOL)(value)
+    if not found and any(np.isclose(value, r, rtol=TABLE_RATIO_RTOL, atol=0) for r in
+                         (4000 * 4001 / (1000 * 1001), 4000 * 3999 / (1000 * 999))):
+        found = SCORES_PAIRS.describe()
     extra = f"\n可能的原因：{found}" if found else ""
     fail(f"table_ratio 不对：得到 {value:.6g}。它应是 4000 个 token 与 1000 个 token 时打分表里分数个数之比"
-         f"（大概的倍数即可，相对误差 {TABLE_RATIO_RTOL:.0%} 以内）。{extra}")
+         f"（相对误差 {TABLE_RATIO_RTOL:g} 以内）。{extra}")
 
 
 # ------------------------------------------------------------------ 2. the general case
@@ -281,8 +286,23 @@ def _hint(got: float, candidates: list[tuple[float, mc.Misconception]], expected
     return ""
 
 
-@check("q5.token_multipliers", "p_zh、p_mixed：同样的内容，中文版和中英混合版的 token 倍数")
-def check_token_multipliers(ctx: Context, *, p_zh, p_mixed) -> None:
+def _method(ctx: Context, func: object, name: str, power: int) -> None:
+    """``func(text, english)`` on hidden texts: count(text)/count(english), to ``power``."""
+    for text, english, desc in _writing_pairs(ctx):
+        what = f"{name}(text, english)（{desc}，{len(text)} 与 {len(english)} 个字符）"
+        p = reference_token_count(text) / reference_token_count(english)
+        got = as_number(ctx.call(func, text, english, what=what), what)
+        if not (np.isfinite(got) and np.isclose(got, p**power, rtol=1e-6, atol=0)):
+            candidates = [((count(text) / count(english)) ** power, entry)
+                          for entry, count in _naive_counts().items() if count(english)]
+            candidates += [(p, RATIO_LINEAR)] if power == 2 else []
+            fail(f"{what} 不对：得到 {got:.4g}。函数要对任意一段内容和它的英文版成立，"
+                 f"不能只对 texts 里的两段写出答案。{_hint(got, candidates, p**power)}")
+
+
+@check("q5.token_multipliers", "p_zh、p_mixed：同样的内容，中文版和中英混合版的 token 倍数（也在隐藏文本上）")
+def check_token_multipliers(ctx: Context, *, p_zh, p_mixed, token_multiplier) -> None:
+    _method(ctx, token_multiplier, "token_multiplier", 1)
     reference = multipliers()
     naive = {entry: multipliers(count) for entry, count in _naive_counts().items()}
     for name, value, kind in (("p_zh", p_zh, "zh"), ("p_mixed", p_mixed, "mixed")):
@@ -296,8 +316,9 @@ def check_token_multipliers(ctx: Context, *, p_zh, p_mixed) -> None:
 
 
 @check("q5.attention_multipliers",
-       "attention_zh、attention_mixed：同样的内容，中文版和中英混合版的打分表是英文版的多少倍")
-def check_attention_multipliers(ctx: Context, *, attention_zh, attention_mixed) -> None:
+       "attention_zh、attention_mixed：同样的内容，中文版和中英混合版的打分表是英文版的多少倍（也在隐藏文本上）")
+def check_attention_multipliers(ctx: Context, *, attention_zh, attention_mixed, attention_multiplier) -> None:
+    _method(ctx, attention_multiplier, "attention_multiplier", 2)
     reference = multipliers()
     naive = {entry: multipliers(count) for entry, count in _naive_counts().items()}
     for name, value, kind in (("attention_zh", attention_zh, "zh"),
@@ -311,64 +332,6 @@ def check_attention_multipliers(ctx: Context, *, attention_zh, attention_mixed) 
         candidates += [(by[kind] ** 2, entry) for entry, by in naive.items()]
         fail(f"{name} 不对：得到 {got:.4g}。它应是同样的内容写成{_WRITINGS[kind]}时，打分表（打分的计算量）"
              f"是英文版的多少倍。{_hint(got, candidates, p * p)}")
-
-
-_ZH_WORDS = ("注意力", "模型", "文本", "长度", "计算", "代价", "中文", "英文", "分词", "我们", "今天",
-             "学习", "每个", "句子", "向量", "矩阵", "训练", "数据", "长文档", "打分表", "显存", "上下文",
-             "窗口", "位置", "编码", "语言", "翻译", "平方", "增长", "的", "了", "是", "在", "和", "把",
-             "会", "很", "就", "都", "也", "让", "被", "龘", "囧", "饕餮", "耄耋")
-_EN_WORDS = ("attention", "model", "token", "tokens", "the", "of", "long", "document", "cost", "score",
-             "table", "we", "learn", "vector", "matrix", "training", "data", "is", "a", "quadratic",
-             "context", "window", "Transformer", "GPU", "memory", "self-attention", "tokenizer",
-             "multilingual", "FlashAttention", "KV", "cache", "n²", "O(n)", "don't", "it's")
-_ZH_PUNCT = ("，", "。", "：", "、", "！", "？", "（", "）", "“", "”")
-_EN_PUNCT = (",", ".", ":", "!", "?", ";", "(", ")", "-")
-_EXTRA = ("😀", "🚀", "🤖", "👍🏽", "1000", "4000", "3.14", "2024", "×", "→", "√", "é", "ß", "Ж", "한국어",
-          "日本語", "\n", "\t", "  ")
-
-
-def _pick(ctx: Context, pool: tuple[str, ...]) -> str:
-    return pool[int(ctx.rng.integers(len(pool)))]
-
-
-def _zh_text(ctx: Context, words: int) -> str:
-    parts = [_pick(ctx, _ZH_WORDS) + (_pick(ctx, _ZH_PUNCT) if ctx.rng.random() < 0.2 else "")
-             for _ in range(words)]
-    return "".join(parts) + "。"
-
-
-def _en_text(ctx: Context, words: int) -> str:
-    parts = [_pick(ctx, _EN_WORDS) + (_pick(ctx, _EN_PUNCT) if ctx.rng.random() < 0.15 else "")
-             for _ in range(words)]
-    text = " ".join(parts)
-    return text[:1].upper() + text[1:] + "."
-
-
-def _mixed_text(ctx: Context, words: int, extras: bool) -> str:
-    out = []
-    for _ in range(words):
-        r = ctx.rng.random()
-        if r < 0.55:
-            out.append(_pick(ctx, _ZH_WORDS))
-        elif r < 0.85 or not extras:
-            out.append(" " + _pick(ctx, _EN_WORDS) + " ")
-        else:
-            out.append(_pick(ctx, _EXTRA))
-        if ctx.rng.random() < 0.15:
-            out.append(_pick(ctx, _ZH_PUNCT + _EN_PUNCT))
-    return "".join(out).strip()
-
-
-def _token_texts(ctx: Context) -> list[tuple[str, str]]:
-    """(text, description) pairs; descriptions summarise, never print the hidden strings."""
-    texts = [("", "空字符串")]
-    made = [(_zh_text(ctx, int(ctx.rng.integers(4, 15))), "中文句子"),
-            (_en_text(ctx, int(ctx.rng.integers(5, 20))), "英文句子"),
-            (_mixed_text(ctx, int(ctx.rng.integers(6, 20)), extras=False), "中英混合文本"),
-            (_mixed_text(ctx, int(ctx.rng.integers(6, 20)), extras=True), "含数字、符号与 emoji 的混合文本"),
-            (_mixed_text(ctx, int(ctx.rng.integers(40, 80)), extras=True), "较长的混合文本")]
-    texts += [(text, f"{desc}（{len(text)} 个字符）") for text, desc in made]
-    return texts
 
 
 @check("q5.count_tokens", "count_tokens：用 cl100k_base 数 token（中文、英文、混合文本）")

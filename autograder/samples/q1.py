@@ -7,7 +7,7 @@ here is loaded where student code runs."""
 from __future__ import annotations
 
 from ..bank import q1 as bank
-from ..bank import q1_apple, q1_hand
+from ..bank import q1_apple, q1_context, q1_hand
 from ..bank.lib import misconceptions as mc
 from .variants import Edit, Variant
 
@@ -68,12 +68,14 @@ MISTAKES = [
     Variant("no_sqrt_dk", "打分忘了除以 √d_k",
             edits=(Edit("attention_impl", "    scores = Q @ K.T / np.sqrt(d_k)", "    scores = Q @ K.T"),),
             loses=frozenset({"test_attention_weights", "test_attention", "test_self_attention",
-                             "test_hand_example", "test_weights_3Wq", "test_temperature"}),
+                             "test_value_scaling", "test_hand_example", "test_weights_3Wq",
+                             "test_temperature"}),
             feedback=(mc.CATALOG["no_scaling"].label,)),
     Variant("softmax_wrong_axis", "attention_weights 里 softmax 沿 Query 方向（axis=0）",
             edits=(Edit("attention_impl", "    return softmax(scores, axis=-1)",
                         "    return softmax(scores, axis=0)"),),
-            loses=frozenset({"test_attention_weights", "test_attention", "test_self_attention"}),
+            loses=frozenset({"test_attention_weights", "test_attention", "test_self_attention",
+                             "test_value_scaling"}),
             feedback=(mc.CATALOG["softmax_query_axis"].label,)),
     Variant("naive_softmax", "softmax 不减最大值，大分数溢出",
             edits=(Edit("softmax_impl", "    shifted = z - np.max(z, axis=axis, keepdims=True)",
@@ -89,7 +91,7 @@ MISTAKES = [
             edits=(Edit("attention_impl", "    return attention_weights(Q, K) @ V",
                         "    return attention_weights(Q, K)"),),
             loses=frozenset({"test_attention", "test_self_attention", "test_value_scaling",
-                             "test_hand_example", "test_apple_outputs"}),
+                             "test_hand_example", "test_apple_outputs", "test_context_changes"}),
             feedback=(mc.CATALOG["weights_instead_of_output"].label,)),
     Variant("k_as_v", "self_attention 用 K 代替 V 做加权求和",
             edits=(Edit("attention_impl", "    output = attention(Q, K, V)",
@@ -107,8 +109,20 @@ MISTAKES = [
                         "    weights = attention_weights(Q, K)\n    output = attention(Q, K, V)",
                         "    weights = softmax(Q @ K.T / np.sqrt(X.shape[-1]), axis=-1)\n"
                         "    output = weights @ V"),),
-            loses=frozenset({"test_self_attention"}),
-            feedback=(mc.CATALOG["scale_sqrt_dmodel"].label,)),
+            loses=frozenset({"test_self_attention", "test_value_scaling"}),
+            feedback=(mc.CATALOG["scale_sqrt_dmodel"].label,), visible=False),
+    Variant("dk_fixed_2", "attention_weights 里把 d_k 写死成讲义例子的 2",
+            edits=(Edit("attention_impl", "    d_k = K.shape[-1]", "    d_k = 2"),),
+            loses=frozenset({"test_attention_weights", "test_attention", "test_self_attention",
+                             "test_value_scaling"}),
+            visible=False),
+    Variant("dk_is_n", "把 d_k 当成 token 个数 n：手算除以 √n（讲义例子里 n = d_k = 2），代码除以 √n_k",
+            edits=(Edit("hand_scaled_impl", "scaled_1 = scores_1 / np.sqrt(2)",
+                        "scaled_1 = scores_1 / np.sqrt(len(scores_1))"),
+                   Edit("attention_impl", "    d_k = K.shape[-1]", "    d_k = K.shape[0]")),
+            loses=frozenset({"test_attention_weights", "test_attention", "test_self_attention",
+                             "test_value_scaling"}),
+            feedback=(mc.CATALOG["dk_is_n"].label,), visible=False),
     # ---------------------------------------------------------------- the hand steps
     Variant("score_uses_v", "手算第 1 步用 Value 打分（以为 W_v 进入打分）",
             edits=(Edit("hand_scores_impl", "1 * 1 + 0 * 0, 1 * 0 + 0 * 1", "1 * 3 + 0 * 0, 1 * 0 + 0 * 3"),),
@@ -149,11 +163,11 @@ MISTAKES = [
     Variant("weights_changed_true", "算对了，却回答权重会变",
             edits=(Edit("answers_impl", "weights_changed = False", "weights_changed = True"),),
             loses=frozenset({"test_weights_changed"}),
-            feedback=(mc.CATALOG["weights_depend_on_v"].label,)),
+            feedback=(mc.CATALOG["weights_depend_on_v"].label,), visible=False),
     Variant("ratio_is_coefficient", "以为输出变成原来的 3 倍（把 W_v 的新系数当成倍数）",
             edits=(Edit("answers_impl", "output_scale_factor = 1.5", "output_scale_factor = 3.0"),),
             loses=frozenset({"test_output_scale_factor"}),
-            feedback=(bank.RATIO_IS_COEFFICIENT.label,)),
+            feedback=(bank.RATIO_IS_COEFFICIENT.label,), visible=False),
     # ---------------------------------------------------------------- extensions
     Variant("c_on_wv", "position1_max_weight 把 c 乘在了 W_v 上",
             edits=(Edit("temperature_impl",
@@ -172,6 +186,22 @@ MISTAKES = [
                         "apple_weights_B, apple_B = weights_B[2], apple_A"),),
             loses=frozenset({"test_apple_outputs"}),
             feedback=(q1_apple.STATIC_EMBEDDING.label,)),
+    Variant("context_asserted", "不算，直接写结论：word_output_changed 总返回 True",
+            edits=(Edit("context_impl", "    out_a, _ = self_attention(X_a, W_q, W_k, W_v)\n"
+                        "    out_b, _ = self_attention(X_b, W_q, W_k, W_v)\n"
+                        "    return bool(not np.allclose(out_a[i], out_b[j], rtol=0, atol=1e-6))",
+                        "    return True"),),
+            loses=frozenset({"test_context_changes"}), feedback=(q1_context.CONTEXT_IGNORED.label,),
+            visible=False),
+    Variant("context_by_embedding", "比较的是两句里这个词的嵌入（输入），不是输出",
+            edits=(Edit("context_impl", "    return bool(not np.allclose(out_a[i], out_b[j], rtol=0, atol=1e-6))",
+                        "    return bool(not np.allclose(X_a[i], X_b[j], rtol=0, atol=1e-6))"),),
+            loses=frozenset({"test_context_changes"}), feedback=(q1_context.CONTEXT_IGNORED.label,),
+            visible=False),
+    Variant("weights_explain_asserted", "不算，直接写结论：权重总相同、输出总不同",
+            edits=(Edit("same_weights_impl", "    return same(w_a, w_b), same(out_a, out_b)",
+                        "    return True, False"),),
+            loses=frozenset({"test_same_weights"}), visible=False),
     Variant("apple_column", "取了“苹果”那一列（别的词分给它的权重），不是它自己那一行",
             edits=(Edit("apple_impl", "apple_weights_A, apple_A = weights_A[0], out_A[0]",
                         "apple_weights_A, apple_A = weights_A[:, 0], out_A[0]"),

@@ -10,6 +10,7 @@ from ..bank.q2 import (
     ALIGNED_CANCEL,
     ALIGNED_FLAT,
     ALIGNED_INDEPENDENT_KEY,
+    ALIGNED_SHARED_R,
     CHAIN_UNPAIRED,
     COSINE,
     DIVIDE_DK,
@@ -24,6 +25,7 @@ from ..bank.q2 import (
     SHARED_QUERY,
     SLOPE_NO_LOG,
     SQUARE_AS_SIZE,
+    STD_NOT_SAMPLED,
     UNIFORM,
     VARIANCE_VS_STD,
 )
@@ -224,6 +226,16 @@ MISTAKES = [
              "    p2 = softmax(z2, axis=-1)\n"
              "    grads = p2 * (u - np.sum(p2 * u, axis=-1, keepdims=True))"),
     ), loses=frozenset({"test_chain"}), feedback=(CHAIN_UNPAIRED.label,)),
+    Variant("std_formula", "dot_product_std 不抽样，直接返回理论值 √d_k（scaled 时 1）", edits=(
+        Edit("std_impl", "    s = dot_product_samples(d_k, n_samples, rng)\n"
+             "    if scaled:\n"
+             "        s = s / np.sqrt(d_k)\n"
+             "    return float(np.std(s))",
+             "    return 1.0 if scaled else float(np.sqrt(d_k))"),
+    ), loses=frozenset({"test_std"}), feedback=(STD_NOT_SAMPLED.label,), visible=False),
+    Variant("aligned_shared_r", "读法 B：所有样本共用同一个 r（一次调用只抽一个 r）", edits=(
+        Edit("aligned_impl", "    r = rng.standard_normal((n_samples, d_k))", "    r = rng.standard_normal(d_k)"),
+    ), loses=frozenset({"test_aligned_samples"}), feedback=(ALIGNED_SHARED_R.label,), visible=False),
     Variant("shared_query", "抽样：所有样本共用同一个 q（一个 q 对许多 k）", edits=(
         Edit("samples_impl", _SAMPLES + "\n    return np.sum(q * k, axis=1)",
              "    q = rng.standard_normal(d_k)\n"

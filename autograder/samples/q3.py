@@ -17,6 +17,7 @@ from ..bank.q3 import (
     MULTISET,
     RTOL_KEPT,
 )
+from ..bank.q3_context import CONTEXT_COUNTS
 from ..bank.q3_ext import (
     BY_POSITION,
     CAUSAL_WRONG_SIDE,
@@ -117,16 +118,16 @@ ALTERNATIVES = [
              "    weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)"),
         Edit("residual_impl", "P2 * symbolic_self_attention(X_sym, W_q_sym, W_k_sym, W_v_sym)[0]",
              "symbolic_self_attention(X_sym, W_q_sym, W_k_sym, W_v_sym)[0][[1, 0], :]"),
-        Edit("multiset_impl", "repeat_matters = bool(not np.allclose(rbr_outputs[1], original_outputs[1]))",
+        Edit("multiset_impl", "repeat_matters = output_changed(X, 1, X_rbr, 1, W_q, W_k, W_v)",
              "repeat_matters = np.abs(rbr_outputs[1] - original_outputs[1]).max() > 1e-9"),
     )),
 ]
 
 
 def _mistake(name: str, description: str, edits: tuple[Edit, ...], loses: set[str],
-             *labels: mc.Misconception) -> Variant:
+             *labels: mc.Misconception, visible: bool = True) -> Variant:
     return Variant(name, description, edits=edits, loses=frozenset(loses),
-                   feedback=tuple(m.label for m in labels))
+                   feedback=tuple(m.label for m in labels), visible=visible)
 
 
 _CHECKER = {"test_equivariance_checker"}
@@ -136,24 +137,39 @@ MISTAKES = [
     # ---------------------------------------------------------------- hand steps
     _mistake("keys_not_swapped", "手算打分时 Key 仍按原来的顺序排",
              (Edit("hand_scores_impl", "np.array([1.0, 0.0])", "np.array([0.0, 1.0])"),),
-             {"test_hand_scores"}, KEYS_NOT_SWAPPED),
+             {"test_hand_scores"}, KEYS_NOT_SWAPPED, visible=False),
     _mistake("hand_no_scaling", "手算时忘了除以 √d_k",
              (Edit("hand_scaled_impl", "hand_scores / np.sqrt(2)", "hand_scores * 1.0"),),
-             {"test_hand_scaled"}, mc.CATALOG["no_scaling"]),
+             {"test_hand_scaled"}, mc.CATALOG["no_scaling"], visible=False),
     _mistake("hand_exp_of_zero", "手算时以为 e⁰ = 0",
              (Edit("hand_exp_impl", "np.exp(hand_scaled)",
                    "np.where(hand_scaled == 0, 0.0, np.exp(hand_scaled))"),),
-             {"test_hand_exp"}, EXP_OF_ZERO),
+             {"test_hand_exp"}, EXP_OF_ZERO, visible=False),
     _mistake("hand_self_excluded", "softmax 的分母漏掉了这个词自己",
              (Edit("hand_sum_impl", "float(hand_exps.sum())", "float(hand_exps[1])"),),
-             {"test_hand_sum"}, SELF_EXCLUDED),
+             {"test_hand_sum"}, SELF_EXCLUDED, visible=False),
     _mistake("hand_weights_proportional", "权重按打分的比例分配，没有经过 exp",
              (Edit("hand_weights_impl", "hand_exps / hand_total", "hand_scaled / hand_scaled.sum()"),),
-             {"test_hand_weights"}, PROPORTIONAL),
+             {"test_hand_weights"}, PROPORTIONAL, visible=False),
     _mistake("hand_v_not_swapped", "加权求和时 Value 仍按原来的顺序",
              (Edit("hand_output_impl", "hand_weights[0] * np.array([0.0, 2.0]) + hand_weights[1] * np.array([2.0, 0.0])",
                    "hand_weights[0] * np.array([2.0, 0.0]) + hand_weights[1] * np.array([0.0, 2.0])"),),
-             {"test_hand_output"}, V_NOT_SWAPPED),
+             {"test_hand_output"}, V_NOT_SWAPPED, visible=False),
+    # ---------------------------------------------------------------- the context task
+    _mistake("output_changed_asserted", "不算，直接写结论：output_changed 总返回 True（swap_matches 跟着错）",
+             (Edit("hand_swap_impl", "    out_a, _ = self_attention(X_a, W_q, W_k, W_v)\n"
+                   "    out_b, _ = self_attention(X_b, W_q, W_k, W_v)\n"
+                   "    return bool(not np.allclose(out_a[i], out_b[j], rtol=0, atol=1e-6))",
+                   "    return True"),),
+             {"test_output_changed", "test_hand_swap"}, visible=False),
+    _mistake("checker_no_shape_check", "检查器不先比较形状：两边形状不同时 np.allclose 出错（或广播）",
+             (Edit("checker_impl", "    return bool(lhs.shape == rhs.shape and np.allclose(lhs, rhs, rtol=0, atol=atol))",
+                   "    return bool(np.allclose(lhs, rhs, rtol=0, atol=atol))"),),
+             {"test_equivariance_checker"}, visible=False),
+    _mistake("output_changed_by_length", "以为句子长度（词的个数）一变，输出就变：只比较两句的长度",
+             (Edit("hand_swap_impl", "    return bool(not np.allclose(out_a[i], out_b[j], rtol=0, atol=1e-6))",
+                   "    return len(out_a) != len(out_b)"),),
+             {"test_output_changed"}, CONTEXT_COUNTS, visible=False),
     # ---------------------------------------------------------------- own attention
     _mistake("naive_softmax", "softmax 不减最大值：打分上千时溢出",
              (Edit("attention_impl", "    scores = scores - scores.max(axis=-1, keepdims=True)\n", ""),),

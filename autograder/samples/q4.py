@@ -50,11 +50,11 @@ ALTERNATIVES = [
             "一维 x 用 reshape(1, -1) 处理，σ 用 logaddexp，符号答案不化简", edits=(
         *_ROUNDED_HAND,
         Edit("weights_impl", "    x = np.atleast_2d(np.asarray(x, dtype=float))",
-             "    x = np.asarray(x, dtype=float).reshape(1, -1)"),
+             "    x = np.asarray(x, dtype=float).reshape(-1, np.shape(W_q)[0])"),
         Edit("weights_impl", "    scores = q @ k.T / np.sqrt(k.shape[-1])",
              "    scores = np.einsum('id,jd->ij', q, k) / np.sqrt(k.shape[-1])"),
         Edit("attention_impl", "    x = np.atleast_2d(np.asarray(x, dtype=float))",
-             "    x = np.asarray(x, dtype=float).reshape(1, -1)"),
+             "    x = np.asarray(x, dtype=float).reshape(-1, np.shape(W_v)[0])"),
         Edit("attention_impl", "    return weights @ V",
              "    return np.einsum('ij,jd->id', weights, V)"),
         Edit("two_token_impl", _STABLE_SIGMOID, "    return np.exp(-np.logaddexp(0.0, -d))"),
@@ -90,15 +90,8 @@ ALTERNATIVES = [
         Edit("kv_cache_impl", "    X = np.atleast_2d(np.asarray(X, dtype=float))",
              "    X = np.atleast_2d(np.asarray(X, dtype=np.float32))"),
     )),
-    Variant("shortcut_probe", "直接用结论：权重写成 1，输出写成 x·W_v，M 用基向量逐行探测；"
-            "σ 用 1/(1+e^(−Δs))，逐步解码用一张带因果掩码的打分表", edits=(
-        Edit("weights_impl", "    x = np.atleast_2d(np.asarray(x, dtype=float))\n"
-             "    q, k = x @ np.asarray(W_q, dtype=float), x @ np.asarray(W_k, dtype=float)\n"
-             "    scores = q @ k.T / np.sqrt(k.shape[-1])\n" + _SOFTMAX,
-             "    return np.ones((1, 1))"),
-        Edit("attention_impl", "    weights = single_token_weights(x, W_q, W_k)\n"
-             "    return weights @ V",
-             "    return V"),
+    Variant("probe_closed_forms", "M 用基向量逐行探测；σ 用 1/(1+e^(−Δs))，逐步解码用一张带因果掩码的打分表",
+            edits=(
         Edit("linear_map_impl", "    return np.array(W_v, dtype=float)",
              "    basis = np.eye(np.shape(W_v)[0])\n"
              "    return np.vstack([single_token_attention(e, W_q, W_k, W_v) for e in basis])"),
@@ -120,6 +113,25 @@ ALTERNATIVES = [
 ]
 
 _CORE_FIRST = [
+    Variant("no_attention", "不算注意力，直接写出 n = 1 的结论：权重写成 1，输出写成 x·W_v",
+            edits=(Edit("weights_impl", "    x = np.atleast_2d(np.asarray(x, dtype=float))\n"
+                        "    q, k = x @ np.asarray(W_q, dtype=float), x @ np.asarray(W_k, dtype=float)\n"
+                        "    scores = q @ k.T / np.sqrt(k.shape[-1])\n" + _SOFTMAX,
+                        "    return np.ones((1, 1))"),
+                   Edit("attention_impl", "    weights = single_token_weights(x, W_q, W_k)\n"
+                        "    return weights @ V", "    return V")),
+            loses=frozenset({"test_weights", "test_attention_output"})),
+    Variant("code_no_scaling", "代码里打分忘了除以 √d_k（n = 1 时看不出来）",
+            edits=(Edit("weights_impl", "    scores = q @ k.T / np.sqrt(k.shape[-1])", "    scores = q @ k.T"),),
+            loses=frozenset({"test_weights", "test_attention_output"}),
+            feedback=(mc.CATALOG["no_scaling"].label,), visible=False),
+    Variant("code_dk_fixed_2", "代码里把 d_k 写死成手算例子的 2（n = 1 时看不出来）",
+            edits=(Edit("weights_impl", "    scores = q @ k.T / np.sqrt(k.shape[-1])", "    scores = q @ k.T / np.sqrt(2)"),),
+            loses=frozenset({"test_weights", "test_attention_output"}), visible=False),
+    Variant("code_softmax_axis0", "代码里 softmax 沿 Query 方向（axis=0）归一化（n = 1 时看不出来）",
+            edits=(Edit("weights_impl", _SOFTMAX, _SOFTMAX.replace("axis=-1", "axis=0")),),
+            loses=frozenset({"test_weights", "test_attention_output"}),
+            feedback=(mc.CATALOG["softmax_query_axis"].label,)),
     Variant("hand_no_scaling", "手算时打分忘了除以 √d_k",
             edits=(Edit("hand_scaled_impl", _SCALED, "scaled_1 = scores_1"),),
             loses=frozenset({"test_hand_scaled"}),

@@ -112,9 +112,10 @@ ALTERNATIVES = [
 
 #: The core's named mistakes: each hand step, each function, the tokens.
 _CORE_MISTAKES = [
-    Variant("hand_count_pairs", "手算时只数无序的位置对 n(n+1)/2（倍数仍约 16，只错前两步）",
+    Variant("hand_count_pairs", "手算时只数无序的位置对 n(n+1)/2（倍数约 15.99）",
             edits=(_hand("2 * 3 // 2", "1000 * 1001 // 2", "4000 * 4001 // 2", "entries_4000 / entries_1000"),),
-            loses=frozenset({"test_entries_2", "test_entries_1000"}), feedback=(SCORES_PAIRS.label,)),
+            loses=frozenset({"test_entries_2", "test_entries_1000", "test_table_ratio"}),
+            feedback=(SCORES_PAIRS.label,), visible=False),
     Variant("hand_count_linear", "手算时以为一个 token 一个分数（三步都错）",
             edits=(_hand("2", "1000", "4000", "entries_4000 / entries_1000"),),
             loses=frozenset({"test_entries_2", "test_entries_1000", "test_table_ratio"}),
@@ -158,8 +159,16 @@ _CORE_MISTAKES = [
                         'p_mixed = len(texts["mixed"]) / len(texts["en"])'),),
             loses=frozenset({"test_token_multipliers", "test_attention_multipliers"}),
             feedback=(CHARS_AS_TOKENS.label,)),
+    Variant("multipliers_fixed", "token_multiplier、attention_multiplier 只对 texts 里的两段写出答案（返回定值）",
+            edits=(Edit("multipliers_impl", "    return count_tokens(text) / count_tokens(english)",
+                        '    return count_tokens(texts["zh"]) / count_tokens(texts["en"])'),
+                   Edit("multipliers_impl", "    return token_multiplier(text, english) ** 2",
+                        '    return (count_tokens(texts["zh"]) / count_tokens(texts["en"])) ** 2')),
+            loses=frozenset({"test_token_multipliers", "test_attention_multipliers"}), visible=False),
     Variant("attention_unsquared", "打分表的倍数直接用 token 倍数（没有平方）",
-            edits=(Edit("multipliers_impl", _ATTENTION, "attention_zh = p_zh\nattention_mixed = p_mixed"),),
+            edits=(Edit("multipliers_impl", _ATTENTION, "attention_zh = p_zh\nattention_mixed = p_mixed"),
+                   Edit("multipliers_impl", "    return token_multiplier(text, english) ** 2",
+                        "    return count_tokens(text) / count_tokens(english)")),
             loses=frozenset({"test_attention_multipliers"}), feedback=(RATIO_LINEAR.label,)),
 ]
 

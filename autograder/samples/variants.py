@@ -25,7 +25,7 @@ class Variant:
 
     ``loses`` names the grade cells that must score less than full marks (empty for
     a correct alternative); ``feedback`` is text the feedback must contain (the
-    misconception's Chinese label).
+    misconception's Chinese label); ``visible`` says whether a visible assert sees it.
     """
 
     name: str
@@ -33,6 +33,10 @@ class Variant:
     edits: tuple[Edit, ...] = ()
     loses: frozenset[str] = field(default_factory=frozenset)
     feedback: tuple[str, ...] = ()
+    #: False for a mistake no visible assert may see without stating a graded answer
+    #: (a hard-coded conclusion, a coincidence of the lecture's example): the student
+    #: learns of it from the grade only.
+    visible: bool = True
 
     @property
     def is_mistake(self) -> bool:

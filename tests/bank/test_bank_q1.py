@@ -19,6 +19,8 @@ from autograder.samples import q1 as samples_q1
 
 A = "q1_value_scaling"
 CALLS = hidden_calls(A)
+#: Right hand values (3 decimals) for the answers' consistency with the hand steps.
+OWN_WEIGHTS, OWN_OUTPUT = [0.670, 0.330], [2.009, 0.991]
 
 
 def _grade(ns) -> dict[str, str | None]:
@@ -56,6 +58,10 @@ def _lost(variant) -> tuple[set[str], list[str]]:
 def test_mistake_loses_exactly_its_cells_and_is_named(variant):
     lost, messages = _lost(variant)
     assert lost == set(variant.loses)
+    # issue 29.2: the host decides every point; a cell failed by a visible assert (which
+    # runs where numpy.allclose can be wrapped) is failed by its hidden check too
+    verdicts = _grade(solution_namespace(A, variant))
+    assert not {cell for cell in visible_failures(A, variant) if not verdicts[cell]}
     for label in variant.feedback:
         assert any(label in m for m in messages), (label, messages)
 
@@ -74,7 +80,7 @@ def test_mistake_fails_a_visible_assert_before_submission_only_in_its_own_cells(
     so it may fail only in the cells the mistake loses; and at least one fails, so the
     student learns of the mistake before the grade does."""
     visible = visible_failures(A, variant)
-    assert visible and set(visible) <= set(variant.loses)
+    assert (bool(visible) or not variant.visible) and set(visible) <= set(variant.loses)
 
 
 @pytest.mark.parametrize("variant", samples_q1.MISTAKES, ids=lambda v: v.name)
@@ -113,25 +119,47 @@ def test_hard_coded_hand_example_earns_nothing_for_the_functions():
 ])
 def test_wrong_scale_factor_is_explained_without_the_right_value(value, message):
     with pytest.raises(CheckFailed, match=message) as err:
-        run_check("q1.output_scale_factor", output_scale_factor=value)
+        run_check("q1.output_scale_factor", output_scale_factor=value, output_1=OWN_OUTPUT)
     if not isinstance(value, str):  # a string answer is quoted back as it came
         assert "1.5" not in str(err.value) and "3/2" not in str(err.value)
 
 
 @pytest.mark.parametrize("value", [1.5, 3 / 2, np.float32(1.5), sp.Rational(3, 2)])
 def test_scale_factor_accepts_any_number_type(value):
-    run_check("q1.output_scale_factor", output_scale_factor=value)
+    run_check("q1.output_scale_factor", output_scale_factor=value, output_1=OWN_OUTPUT)
 
 
 def test_weights_changed_must_be_a_bool():
     with pytest.raises(CheckFailed, match="布尔值"):
-        run_check("q1.weights_changed", weights_changed="False")
+        run_check("q1.weights_changed", weights_changed="False", weights_1=OWN_WEIGHTS)
 
 
 def test_weights_changed_true_is_rejected_and_named():
     with pytest.raises(CheckFailed, match="权重随 W_v 改变"):
-        run_check("q1.weights_changed", weights_changed=True)
-    run_check("q1.weights_changed", weights_changed=np.False_)
+        run_check("q1.weights_changed", weights_changed=True, weights_1=OWN_WEIGHTS)
+    run_check("q1.weights_changed", weights_changed=np.False_, weights_1=OWN_WEIGHTS)
+
+
+@pytest.mark.parametrize("base", ["hand_no_sqrt_dk", "sum_one_term", "output_old_v"])
+def test_the_host_checks_the_answers_against_the_students_own_hand_steps(base):
+    """Issue 29.2: the consistency of the answers with the student's own hand steps was a
+    visible assert only, so wrapping numpy.allclose in the child kept both points. The
+    host now decides it on the student's values as data: the honest base loses the cells
+    through the hidden checks alone (without the fix these checks passed)."""
+    variant = next(v for v in samples_q1.MISTAKES if v.name == base)
+    ns = solution_namespace(A, variant)
+    verdicts = _grade(ns)
+    answers = {"test_weights_changed", "test_output_scale_factor"} & set(variant.loses)
+    assert answers and all(verdicts[cell] for cell in answers), verdicts
+    assert all("对不上" in verdicts[cell] for cell in answers)
+
+
+def test_the_visible_assert_bypass_is_flagged():
+    """The bypass that scored +2 (issue 29.2): numpy imported as N, allclose wrapped."""
+    from autograder.engine.host.integrity import scan_source
+    bypass = ("import numpy as N\n_allclose = N.allclose\n"
+              "N.allclose = lambda a, b, **k: True\nN.isclose = lambda a, b, **k: True")
+    assert any("N.allclose" in r for r in scan_source(bypass))
 
 
 @pytest.mark.parametrize("form", [
@@ -353,11 +381,36 @@ def _broken(X, W_q, W_k, W_v):
     raise RuntimeError("not written yet")
 
 
+def _tables(attention=None) -> dict:
+    """The student's own tables (weights_A … out_B) the answers must be rows of."""
+    (out_a, w_a), (out_b, w_b) = (
+        (q1_apple.reference(n) if attention is None else attention(q1_apple.sentence(n), *[np.eye(2)] * 3))
+        for n in ("A", "B"))
+    return {"weights_A": w_a, "weights_B": w_b, "out_A": out_a, "out_B": out_b}
+
+
+def _w(tables: dict) -> dict:
+    return {k: tables[k] for k in ("weights_A", "weights_B")}
+
+
+def _o(tables: dict) -> dict:
+    return {k: tables[k] for k in ("out_A", "out_B")}
+
+
+def test_the_answers_are_rows_of_the_students_own_tables_in_the_host(solution):
+    """Issue 29.2: "apple_A is a row of your out_A" was a visible assert only."""
+    tables = _tables()
+    with pytest.raises(CheckFailed, match="out_A 的某一行"):
+        run_check("q1.apple_outputs", self_attention=solution.self_attention, apple_A=solution.apple_A,
+                  apple_B=solution.apple_B, out_A=tables["out_A"] + 1, out_B=tables["out_B"])
+
+
 def test_apple_values_by_hand_pass_without_a_working_function(solution):
     run_check("q1.apple_weights", self_attention=_broken,
-              apple_weights_A=solution.apple_weights_A, apple_weights_B=solution.apple_weights_B)
+              apple_weights_A=solution.apple_weights_A, apple_weights_B=solution.apple_weights_B,
+              **_w(_tables()))
     run_check("q1.apple_outputs", self_attention=_broken,
-              apple_A=solution.apple_A, apple_B=solution.apple_B)
+              apple_A=solution.apple_A, apple_B=solution.apple_B, **_o(_tables()))
 
 
 def test_apple_values_of_a_wrong_function_are_carried_forward():
@@ -369,10 +422,12 @@ def test_apple_values_of_a_wrong_function_are_carried_forward():
     (out_a, w_a), (out_b, w_b) = no_scaling(q1_apple.sentence("A"), *[np.eye(2)] * 3), \
         no_scaling(q1_apple.sentence("B"), *[np.eye(2)] * 3)
     run_check("q1.apple_weights", self_attention=no_scaling, apple_weights_A=w_a[0],
-              apple_weights_B=w_b[2])
-    run_check("q1.apple_outputs", self_attention=no_scaling, apple_A=out_a[0], apple_B=out_b[2])
+              apple_weights_B=w_b[2], **_w(_tables(no_scaling)))
+    run_check("q1.apple_outputs", self_attention=no_scaling, apple_A=out_a[0], apple_B=out_b[2],
+              **_o(_tables(no_scaling)))
     with pytest.raises(CheckFailed):  # ... but not with someone else's function
-        run_check("q1.apple_outputs", self_attention=_broken, apple_A=out_a[0], apple_B=out_b[2])
+        run_check("q1.apple_outputs", self_attention=_broken, apple_A=out_a[0], apple_B=out_b[2],
+                  **_o(_tables(no_scaling)))
 
 
 @pytest.mark.parametrize("pick, message", [
@@ -384,7 +439,7 @@ def test_wrong_apple_weights_are_named(solution, pick, message):
     (out_a, w_a), (out_b, w_b) = q1_apple.reference("A"), q1_apple.reference("B")
     with pytest.raises(CheckFailed, match=message):
         run_check("q1.apple_weights", self_attention=_broken,
-                  apple_weights_A=pick(out_a, w_a, 0), apple_weights_B=pick(out_b, w_b, 2))
+                  apple_weights_A=pick(out_a, w_a, 0), apple_weights_B=pick(out_b, w_b, 2), **_w(_tables()))
 
 
 @pytest.mark.parametrize("apple_b, message", [
@@ -396,7 +451,7 @@ def test_wrong_apple_weights_are_named(solution, pick, message):
 def test_wrong_apple_outputs_are_named(solution, apple_b, message):
     with pytest.raises(CheckFailed, match=message):
         run_check("q1.apple_outputs", self_attention=solution.self_attention,
-                  apple_A=solution.apple_A, apple_B=apple_b(solution))
+                  apple_A=solution.apple_A, apple_B=apple_b(solution), **_o(_tables()))
 
 
 # ------------------------------------------------------------------ hidden inputs
@@ -512,5 +567,5 @@ def test_a_wrong_step_is_not_told_the_right_value(variable):
 def test_a_wrong_apple_value_is_not_told_the_right_value(solution):
     with pytest.raises(CheckFailed) as err:
         run_check("q1.apple_outputs", self_attention=_broken, apple_A=solution.apple_A + 0.1,
-                  apple_B=solution.apple_B)
+                  apple_B=solution.apple_B, **_o(_tables()))
     assert fmt(solution.apple_A) not in str(err.value) and "期望" not in str(err.value)

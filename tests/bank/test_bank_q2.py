@@ -351,7 +351,7 @@ def test_std_names_a_shared_query_by_the_spread_of_its_calls():
     def std(d_k, n_samples, rng, scaled=False):
         s = _shared_query(d_k, n_samples, rng)
         return float(np.std(s / np.sqrt(d_k) if scaled else s))
-    message = _verdict("q2.std", {"dot_product_std": std})
+    message = _verdict("q2.std", {"dot_product_std": std, "dot_product_samples": _shared_query})
     assert message and q2.SHARED_QUERY.label in message
 
 
@@ -616,3 +616,18 @@ def test_no_locked_cell_contains_a_graded_answer():
         source = visible_text(cell)
         for name in answers:
             assert not re.search(rf"^\s*(def\s+{name}\b|{name}\s*=)", source, re.M), (_grade_id(cell), name)
+
+
+def test_std_is_the_std_of_the_students_own_samples():
+    """Issue 29.2: the visible assert's consistency (dot_product_std is the std of what
+    dot_product_samples draws) is decided in the host too: a right std beside a sampler
+    that draws something else loses the cell without the visible assert."""
+    def std(d_k, n_samples, rng, scaled=False):
+        s = np.sum(rng.standard_normal((n_samples, d_k)) * rng.standard_normal((n_samples, d_k)), axis=1)
+        return float(np.std(s / np.sqrt(d_k) if scaled else s))
+
+    def halved(d_k, n_samples, rng):
+        return np.sum(rng.standard_normal((n_samples, d_k)) * rng.standard_normal((n_samples, d_k)), axis=1) / 2
+
+    assert _verdict("q2.std", {"dot_product_std": std, "dot_product_samples": halved})
+    assert _verdict("q2.std", {"dot_product_std": std, "dot_product_samples": REFERENCE.dot_product_samples}) is None

@@ -39,6 +39,9 @@ _ENTRIES = [
                   "打分除以了 d_k。点积的标准差按 √d_k 增长，应除以 √d_k。"),
     Misconception("scale_sqrt_dmodel", "按 √d_model 缩放",
                   "用了 √d_model 缩放。讲义中 d_k 是 Key 的维度 K.shape[-1]，不是输入维度。"),
+    Misconception("dk_is_n", "把 d_k 当成了 token 个数",
+                  "缩放用的是 Key 的个数 n_k（K.shape[0]），不是 Key 的维度 d_k = K.shape[-1]。"
+                  "讲义的例子里 n = d_k = 2，两者恰好相同。"),
     Misconception("scale_sqrt_dv", "按 √d_v 缩放",
                   "用了 Value 的维度 √d_v 缩放。应使用 Key 的维度 d_k = K.shape[-1]。"),
     Misconception("softmax_query_axis", "softmax 方向错误（沿 Query 方向）",
@@ -131,6 +134,7 @@ def attention_variants(
     out = {
         "no_scaling": ref.softmax(s) @ V,
         "divide_by_dk": ref.softmax(s / d_k) @ V,
+        "dk_is_n": ref.softmax(s / np.sqrt(K.shape[0])) @ V,
         "scale_sqrt_dv": ref.softmax(s / np.sqrt(d_v)) @ V,
         "softmax_query_axis": ref.softmax(s / np.sqrt(d_k), axis=0) @ V,
         "naive_softmax_overflow": naive_softmax(s / np.sqrt(d_k)) @ V,
@@ -154,6 +158,7 @@ def weights_variants(Q: np.ndarray, K: np.ndarray, d_model: int | None = None) -
     out = {
         "no_scaling": ref.softmax(s),
         "divide_by_dk": ref.softmax(s / d_k),
+        "dk_is_n": ref.softmax(s / np.sqrt(K.shape[0])),
         "softmax_query_axis": ref.softmax(s / np.sqrt(d_k), axis=0),
         "naive_softmax_overflow": naive_softmax(s / np.sqrt(d_k)),
         "raw_scores": s / np.sqrt(d_k),
@@ -164,25 +169,32 @@ def weights_variants(Q: np.ndarray, K: np.ndarray, d_model: int | None = None) -
     return out
 
 
+def _reproduces(arr: np.ndarray, wrong: np.ndarray, rtol: float, atol: float) -> bool:
+    """``arr`` is ``wrong``: same shape, non-finite in exactly the same places (a result
+    that overflowed somewhere else came from another formula), close everywhere else."""
+    if arr.shape != wrong.shape:
+        return False
+    bad = ~np.isfinite(wrong)
+    if not np.array_equal(bad, ~np.isfinite(arr)):
+        return False
+    return bool(np.allclose(arr[~bad], wrong[~bad], rtol=rtol, atol=atol))
+
+
 def match(
     actual: object, variants: Mapping[str, np.ndarray], *, rtol: float = 1e-5, atol: float = 1e-7
 ) -> str | None:
-    """Return the Chinese description of the first variant ``actual`` matches, else ``None``.
+    """The Chinese description of the one variant ``actual`` reproduces, else ``None``.
 
-    NaN positions must agree too, so a result that overflowed is matched to the naive
-    softmax only when it overflowed where the naive formula does.
+    A diagnosis names what the student did only when its variant reproduces the student's
+    values: NaN and inf where the variant has them, and nowhere else. When two different
+    variants reproduce them (the inputs could not tell the formulas apart), none is named.
     """
     try:
         arr = np.asarray(actual, dtype=np.float64)
     except (TypeError, ValueError):
         return None
-    for key, wrong in variants.items():
-        if arr.shape == wrong.shape and np.allclose(arr, wrong, rtol=rtol, atol=atol, equal_nan=True):
-            return CATALOG[key].describe()
-        if key == "naive_softmax_overflow" and arr.shape == wrong.shape:
-            if (~np.isfinite(wrong)).any() and (~np.isfinite(arr)).any():
-                return CATALOG[key].describe()
-    return None
+    found = {key for key, wrong in variants.items() if _reproduces(arr, wrong, rtol, atol)}
+    return CATALOG[found.pop()].describe() if len(found) == 1 else None
 
 
 def diagnoser(variants: Mapping[str, np.ndarray]) -> Callable[[np.ndarray], str | None]:

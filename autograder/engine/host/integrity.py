@@ -48,25 +48,74 @@ def _unparse(node: ast.AST) -> str:
         return "<?>"
 
 
+_GRADERS = ("autograder", "nbgrader")
+_IMPORTERS = {"__import__", "importlib.import_module", "importlib.__import__",
+              "import_module", "builtins.__import__"}
+
+
+def _aliases(tree: ast.AST) -> set[str]:
+    """:data:`_GUARDED` plus every name the code binds a guarded module to
+    (``import numpy as N``, ``from numpy import testing as T``): a rebinding through the
+    alias is the same rebinding."""
+    guarded = set(_GUARDED)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname and a.name.split(".")[0] in _GUARDED:
+                    guarded.add(a.asname)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in _GUARDED:
+            guarded.update(a.asname or a.name for a in node.names if a.name != "*")
+    return guarded
+
+
+def _namespace_of(node: ast.AST, guarded: set[str]) -> str | None:
+    """``vars(np)`` or ``np.__dict__`` (a guarded module's namespace), as written."""
+    if isinstance(node, ast.Call) and _unparse(node.func) == "vars" and node.args \
+            and _root(node.args[0]) in guarded:
+        return _unparse(node)
+    if isinstance(node, ast.Attribute) and node.attr == "__dict__" and _root(node.value) in guarded:
+        return _unparse(node)
+    return None
+
+
+def _imports_grader_by_name(node: ast.Call) -> bool:
+    """``importlib.import_module(...)`` / ``__import__(...)`` of the grader, or of a name
+    computed at run time (which the scan cannot read, so it says so)."""
+    if _unparse(node.func) not in _IMPORTERS or not node.args:
+        return False
+    first = node.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value.split(".")[0] in _GRADERS
+    return True
+
+
 def _reasons(tree: ast.AST) -> Iterable[str]:
+    guarded = _aliases(tree)
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
-            if any(n.split(".")[0] in ("autograder", "nbgrader") for n in names):
+            if any(n.split(".")[0] in _GRADERS for n in names):
                 yield "imports the grader (autograder/nbgrader) 导入了评分程序"
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
-                if isinstance(target, ast.Attribute) and _root(target) in _GUARDED:
+                if isinstance(target, ast.Attribute) and _root(target) in guarded:
+                    yield f"rebinds {_unparse(target)} 修改了库函数"
+                elif isinstance(target, ast.Subscript) and _namespace_of(target.value, guarded):
                     yield f"rebinds {_unparse(target)} 修改了库函数"
                 elif isinstance(target, ast.Name) and target.id in _NAMES:
                     yield f"rebinds {target.id} 重新定义了评分用的名字"
         elif isinstance(node, ast.Call):
             name = _unparse(node.func)
-            if name in ("setattr", "delattr") and node.args and _root(node.args[0]) in _GUARDED:
+            if name in ("setattr", "delattr") and node.args and _root(node.args[0]) in guarded:
                 yield f"{name} on {_unparse(node.args[0])} 修改了库函数"
             elif name in ("os._exit", "sys.exit", "exit", "quit"):
                 yield f"calls {name} 试图结束评分进程"
+            elif _imports_grader_by_name(node):
+                yield f"imports by name: {_unparse(node)} 按名字导入模块（可能是评分程序）"
+            elif isinstance(node.func, ast.Attribute) and node.func.attr in ("update", "__setitem__") \
+                    and _namespace_of(node.func.value, guarded):
+                yield f"changes {_unparse(node.func.value)} 修改了库函数"
         elif isinstance(node, ast.Attribute) and node.attr == "modules" and _root(node) == "sys":
             yield "touches sys.modules 修改了模块表"
 

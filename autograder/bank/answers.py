@@ -1,0 +1,58 @@
+"""What each graded cell's answer looks like in text: the values and formulas no visible
+text of the release may state before that cell (issue 30, "no answer before it is asked").
+
+``autograder build`` copies them into each assignment's manifest (``answers``: grade cell
+-> texts); ``tests/test_leaks.py`` scans every release notebook's visible text (prose,
+given code, visible test source and its assert messages) up to and including the cell
+that asks, and fails on any of them. A text that is a number matches as a whole number
+(``1.5`` is not found in ``1.53`` or ``21.5``); any other text matches as it is written.
+Lecture numbers the question itself gives (0.670, 1.340 …) are not answers.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ANSWERS", "answers_for"]
+
+ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
+    "q1_value_scaling": {
+        # W_v = 3I leaves the weights at the lecture's: quoting them before the step gives it away
+        "test_hand_weights": ("0.670 / 0.330", "[0.670, 0.330]"),
+        "test_hand_output": ("2.009", "0.991", "2.010", "0.990", "[2.01, 0.99]"),
+        "test_output_scale_factor": ("1.5 倍", "1.5", "3/2", "np.linalg.norm(output_1) / np.linalg.norm"),
+        "test_self_attention": ("attention_weights(X_3 @ W_qk", "attention(X_3 @ W_qk"),
+        "test_apple_outputs": ("2.152", "0.284"),
+        "test_apple_weights": ("0.576",),
+        "test_weights_3Wq": ("attention_weights(X @ (3 * I), X @ I)",),
+    },
+    "q2_dk_growth": {
+        "test_hand_aligned_scaled": ("14.14", "14.1", "10√2"),
+        "test_independent_growth": ("恰好是 d_to/d_from", "√(d_to/d_from)", "np.sqrt(d_to / d_from)"),
+        "test_aligned_growth": ("倍数是 1",),
+    },
+    "q3_permutation": {
+        "test_hand_scores": ("(X_new @ W_q)[0] @ (X_new @ W_k).T",),
+        "test_hand_output": ("hand_weights @ (X_new @ W_v)",),
+        "test_hand_swap": ("swapped_outputs[::-1]",),
+        "test_multiset": ("0.497", "出现了几次"),
+    },
+    "q4_single_token": {
+        "test_hand_output": ("[2.0, 0.0]", "[2, 0]"),
+        "test_attention_output": ("w @ (x @ W_v)", "输出 = xW_v", "输出 = x·W_v"),
+        "test_qk_invariance": ("用到了 d_k 维的量",),
+        "test_linear_map": ("M = W_v", "return W_v"),
+    },
+    "q5_cost_scaling": {
+        "test_entries_2": ("entries_2 == 4",),
+        "test_entries_1000": ("10^6", "1000000", "1,000,000"),
+        "test_table_ratio": ("16 倍", "= 16", "4^2", "4²"),
+        "test_token_multipliers": ("1.50", "p_zh = 1.5"),
+        "test_attention_multipliers": ("2.25", "1.94"),
+        "test_relative_attention_cost": ("(b/a)²", "(b/a)^2", "(b / a) ** 2"),
+        "test_layer_ratio": ("4.47", "6.95"),
+    },
+}
+
+
+def answers_for(assignment: str) -> dict[str, list[str]]:
+    """Grade cell -> the texts of its answer (JSON-ready, for the manifest)."""
+    return {cell: list(texts) for cell, texts in ANSWERS.get(assignment, {}).items()}
