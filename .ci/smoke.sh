@@ -43,7 +43,7 @@ warm_check() {  # $1 venv, $2 a home: the daemon started by a check answers the 
   done
   out="$(cd "$work" && env -u XDG_RUNTIME_DIR HOME="$2" "$1/bin/autograder" check \
     "right/$assignment.ipynb")" || { echo "$out"; fail "check answered by the daemon"; }
-  grep -q "总分：20 / 20 分" <<<"$out" || { echo "$out"; fail "the daemon's total"; }
+  grep -q "总分：$total / $total 分" <<<"$out" || { echo "$out"; fail "the daemon's total"; }
   grep -q "serving" "$2/.cache/attention-autograder/checkd.log" || fail "no daemon served"
   env -u XDG_RUNTIME_DIR HOME="$2" "$1/bin/python" -c \
     "from autograder.integrations.selfcheck import daemon; daemon.stop()"
@@ -57,14 +57,17 @@ smoke() {  # $1 minor version
   "$python" -m venv "$venv"
   "$venv/bin/pip" install -q "$wheel" >"$work/pip-$1.log" 2>&1 \
     || { cat "$work/pip-$1.log"; fail "pip install on $("$python" --version)"; }
+  # the assignment's automatic points, from the installed package's manifest
+  total="$("$venv/bin/python" -c "from autograder.engine.host.manifest import load
+print(int(load('$assignment').auto_max))")"
   mkdir -p "$work/right" "$work/wrong"
   cp "$repo/solutions/$assignment/$assignment.ipynb" "$work/right/"
   cp "$repo/release/$assignment/$assignment.ipynb" "$work/wrong/"
-  expect_check "$venv" "right/$assignment.ipynb" 0 "总分：20 / 20 分"
-  expect_check "$venv" "wrong/$assignment.ipynb" 1 "总分：0 / 20 分"
+  expect_check "$venv" "right/$assignment.ipynb" 0 "总分：$total / $total 分"
+  expect_check "$venv" "wrong/$assignment.ipynb" 1 "总分：0 / $total 分"
   warm_check "$venv" "$work/home-$1"
   # without what only Linux has (as on macOS, Windows): a plain child, the same total
-  PYTHONPATH="$repo/tests/nolinux" expect_check "$venv" "wrong/$assignment.ipynb" 1 "总分：0 / 20 分"
+  PYTHONPATH="$repo/tests/nolinux" expect_check "$venv" "wrong/$assignment.ipynb" 1 "总分：0 / $total 分"
   PYTHONPATH="$repo/tests/nolinux" expect_check "$venv" "right/$assignment.ipynb" 0 "运行方式：普通子进程"
   course="$work/course-$1"
   for who in right wrong; do
@@ -75,10 +78,10 @@ smoke() {  # $1 minor version
   (cd "$course" && "$venv/bin/autograder" grade submitted/ --out grades/ --due 2030-01-01T00:00Z \
     >/dev/null) \
     || fail "grade on Python $1"
-  grep -q "^right,$assignment,ok,20.0,20.0" "$course/grades/scores.csv" \
-    && grep -q "^wrong,$assignment,ok,0.0,20.0" "$course/grades/scores.csv" \
+  grep -q "^right,$assignment,ok,$total.0,$total.0" "$course/grades/scores.csv" \
+    && grep -q "^wrong,$assignment,ok,0.0,$total.0" "$course/grades/scores.csv" \
     || { cat "$course/grades/scores.csv"; fail "grade scores on Python $1"; }
-  echo "smoke: $("$python" --version): install, check (right 20/20, wrong 0/20, daemon, without Linux), grade: ok" \
+  echo "smoke: $("$python" --version): install, check (right $total/$total, wrong 0/$total, daemon, without Linux), grade: ok" \
        "in $((SECONDS - started)) s"
 }
 
@@ -103,10 +106,10 @@ system_python() {  # Debian's /usr/bin/python3: refused; then a venv of it as th
     "$repo/.ci/student_notebook.py" "$wheel" "$work/right/$assignment.ipynb" \
     "$repo/release/$assignment/$assignment.ipynb" "$work/student" >"$work/student.out" 2>&1 \
     || { cat "$work/student.out"; fail "%pip install and the check cell"; }
-  grep -q "总分：20 / 20 分" "$work/student.out" || { cat "$work/student.out"; fail "check cell total"; }
-  expect_check "$kernel" "wrong/$assignment.ipynb" 1 "总分：0 / 20 分"  # the same venv, in a terminal
+  grep -q "总分：$total / $total 分" "$work/student.out" || { cat "$work/student.out"; fail "check cell total"; }
+  expect_check "$kernel" "wrong/$assignment.ipynb" 1 "总分：0 / $total 分"  # the same venv, in a terminal
   echo "smoke: $("$python" --version) (externally managed): pip refused; %pip in a venv kernel," \
-       "check cell 20/20, terminal check 0/20: ok in $((SECONDS - started)) s"
+       "check cell $total/$total, terminal check 0/$total: ok in $((SECONDS - started)) s"
 }
 
 if [ $# -eq 0 ]; then set -- 3.10 3.13; fi

@@ -32,6 +32,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from autograder.engine.host.manifest import load
+
 ROOT = Path(__file__).resolve().parent.parent
 A = "q1_value_scaling"
 CELL = f"from autograder.integrations.selfcheck.incell import check_here; check_here({A!r})"
@@ -63,13 +65,15 @@ def _timed(command: list[str], uid: int, home: Path, **env: str) -> float:
                           env={"PATH": os.environ.get("PATH", ""), "HOME": str(home),
                                "LANG": "C.UTF-8", **env})
     seconds = time.monotonic() - started
-    if "总分：20 / 20 分" not in done.stdout:
-        sys.exit(f"the check did not report 20/20:\n{done.stdout}\n{done.stderr}")
+    full = f"总分：{_TOTAL} / {_TOTAL} 分"
+    if full not in done.stdout:
+        sys.exit(f"the check did not report {full}:\n{done.stdout}\n{done.stderr}")
     _LAST[:] = done.stdout.strip().splitlines()[-1:]
     return round(seconds, 2)
 
 
-_LAST: list[str] = []  # the last line of the last report: how the notebook ran
+_LAST: list[str] = []
+_TOTAL = int(load("q1_value_scaling").auto_max)  # the last line of the last report: how the notebook ran
 
 
 def main() -> int:
@@ -100,7 +104,7 @@ def main() -> int:
         results["repeated check, check cell"] = [_timed(cell, args.uid, home)
                                                  for _ in range(args.repeat)]
         _timed([str(venv / "bin/python"), "-c", "from autograder.integrations.selfcheck "
-                "import daemon; daemon.stop(); print('总分：20 / 20 分')"], args.uid, home)
+                f"import daemon; daemon.stop(); print('总分：{_TOTAL} / {_TOTAL} 分')"], args.uid, home)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -34,6 +34,9 @@ from autograder.samples import mistakes
 from autograder.samples.submission import make_submission
 
 A = "q1_value_scaling"
+#: q1's automatic points; the wrong notebook loses test_softmax_stable's one point.
+TOTAL = int(load(A).auto_max)
+FULL, WRONG = f"总分：{TOTAL} / {TOTAL} 分", f"总分：{TOTAL - 1} / {TOTAL} 分"
 NOLINUX = Path(__file__).resolve().parent / "nolinux"
 CELL = f"from autograder.integrations.selfcheck.incell import check_here; check_here({A!r})"
 
@@ -83,7 +86,7 @@ def test_without_linux_the_check_and_the_cell_report_as_on_linux(notebooks, whic
     assert "Traceback" not in elsewhere.stderr, elsewhere.stderr  # no step failed on the way
     want, got = linux.stdout.splitlines(), elsewhere.stdout.splitlines()
     assert got[:-1] == want[:-1] and got[-1] == mode_line("plain") != want[-1]
-    assert want[-2].startswith("总分：20 / 20 分" if which == "right" else "总分：19 / 20 分")
+    assert want[-2].startswith(FULL if which == "right" else WRONG)
     if which == "wrong":
         assert "  • 【减去了整张打分表的最大值】：test_softmax_stable（共失 1 分）" in got
     cell = _cell(notebook.parent, _env(PYTHONPATH=str(NOLINUX))).splitlines()
@@ -114,7 +117,7 @@ def test_on_colab_the_cell_checks_the_open_notebook_with_no_file_on_disk(noteboo
     kernel.mkdir()
     out = _cell(kernel, _env(PYTHONPATH=str(standin)), "import google.colab\n" + CELL)
     assert "检查的是 Colab 中打开的这个 notebook 的当前内容" in out
-    assert "总分：20 / 20 分（自动评分部分，全部通过" in out, out
+    assert FULL + "（自动评分部分，全部通过" in out, out
     assert list(kernel.iterdir()) == []
 
 
@@ -127,7 +130,7 @@ def test_without_a_file_the_cell_names_one_line_that_works(notebooks, tmp_path):
     assert line == f'import autograder; autograder.check("{A}.ipynb")'
     shutil.copy(notebooks["wrong"], kernel / f"{A}.ipynb")  # "uploaded"
     out = _cell(kernel, _env(AUTOGRADER_CHECK_DAEMON="0"), line)
-    assert "总分：19 / 20 分" in out, out
+    assert WRONG in out, out
 
 
 def test_a_plain_child_that_ignores_interrupts_is_killed_at_its_limit(monkeypatch, tmp_path):
@@ -240,14 +243,14 @@ def test_modules_another_user_planted_never_run_in_a_check(notebooks, other_user
         for _ in range(2):  # cold (starts the daemon), then warm once it serves
             done = subprocess.run([str(autograder), "check", f"{A}.ipynb"], cwd=course, env=env,
                                   capture_output=True, text=True, encoding="utf-8", timeout=600)
-            assert done.returncode == 0 and "总分：20 / 20 分" in done.stdout, done.stderr
+            assert done.returncode == 0 and FULL in done.stdout, done.stderr
             deadline = time.monotonic() + 60
             while checkd.ping() is None and time.monotonic() < deadline:
                 time.sleep(0.1)
         assert checkd.ping() is not None  # in the home, not in the folder taken first
         cell = subprocess.run([sys.executable, "-I", "-c", CELL], cwd=course, env=env,
                               capture_output=True, text=True, encoding="utf-8", timeout=600)
-        assert "总分：20 / 20 分" in cell.stdout, cell.stderr
+        assert FULL in cell.stdout, cell.stderr
         assert list(marker.iterdir()) == []
     finally:
         checkd.stop()
