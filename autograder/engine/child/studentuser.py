@@ -243,17 +243,27 @@ def _open_up(top: str) -> None:
 def readable_by(path: Path, user: StudentUser) -> bool:
     """Whether ``user`` may reach and read ``path`` by its mode bits (ACLs aside)."""
     path = Path(path).resolve()
+    try:
+        final = 0o5 if stat.S_ISDIR(path.stat().st_mode) else 0o4
+    except OSError:
+        return False
+    return first_stop(path, user, final) is None
+
+
+def first_stop(path: Path, user: StudentUser, final: int) -> Path | None:
+    """The first folder on the way to ``path`` (or ``path`` itself, needing the mode bits
+    ``final``) whose mode bits stop ``user``; None when it gets through (ACLs aside)."""
+    path = Path(path).resolve()
     for step in [*reversed(path.parents), path]:
         try:
             info = step.stat()
         except OSError:
-            return False
+            return step
         shift = 6 if info.st_uid == user.uid else 3 if info.st_gid == user.gid else 0
-        need = 0o5 if step == path and stat.S_ISDIR(info.st_mode) else \
-            0o4 if step == path else 0o1
+        need = final if step == path else 0o1
         if (info.st_mode >> shift) & need != need:
-            return False
-    return True
+            return step
+    return None
 
 
 def unreadable_python(user: StudentUser) -> list[str]:

@@ -30,7 +30,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .memcg import ChildCgroup, MemoryPlan, _proc, _read, _remove_tree, _write, find_hierarchy
+from .memcg import (
+    ChildCgroup,
+    MemoryPlan,
+    _proc,
+    _read,
+    _remove_tree,
+    _write,
+    find_hierarchy,
+    remove_when_empty,
+)
 
 __all__ = ["CpuPlan", "plan", "PERIOD"]
 
@@ -89,15 +98,7 @@ class CpuPlan:
 
 def _gone(folder: Path) -> bool:
     """Remove a retired child's v1 cpu cgroup once it is empty; False while it is not."""
-    try:
-        folder.rmdir()
-    except FileNotFoundError:
-        return True
-    except OSError as err:
-        if err.errno == errno.EBUSY:
-            return False
-        raise
-    return True
+    return remove_when_empty(folder)
 
 
 def _cores(workers: int) -> float:

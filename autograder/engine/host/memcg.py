@@ -142,15 +142,21 @@ class ChildCgroup:
 
     def remove(self) -> bool:
         """Remove the folder once its processes are gone; False while some remain."""
-        try:
-            self.folder.rmdir()
-        except FileNotFoundError:
-            return True
-        except OSError as err:
-            if err.errno == errno.EBUSY:
-                return False
-            raise
+        return remove_when_empty(self.folder)
+
+
+def remove_when_empty(folder: Path) -> bool:
+    """Remove a cgroup folder once no process is left in it (True, also when it is already
+    gone); False while the kernel still counts one (EBUSY)."""
+    try:
+        folder.rmdir()
+    except FileNotFoundError:
         return True
+    except OSError as err:
+        if err.errno == errno.EBUSY:
+            return False
+        raise
+    return True
 
 
 @dataclass

@@ -160,13 +160,13 @@ def _separate_user_blocked(user: studentuser.StudentUser, private: Iterable[Path
     """Empty when ``user`` can read the Python installation and reach none of the
     grader's copies and ``private`` folders; else what is wrong and the one fix."""
     for folder in studentuser.unreadable_python(user):
-        stop = _stop(Path(folder), user, 0o5) or Path(folder)
+        stop = studentuser.first_stop(Path(folder), user, 0o5) or Path(folder)
         return (f"uid {user.uid} cannot read the Python installation {folder} (stopped at "
                 f"{stop}, mode {stat.S_IMODE(stop.stat().st_mode):04o}): install the "
                 "grader's Python where every user may read it (e.g. a venv under /opt), or "
                 f"`chmod o+x {stop}`")
     reachable = [p for p in [*(grader_copies() if secrets else []), *map(_existing, private)]
-                 if _stop(p, user, 0o1 if p.is_dir() else 0o4) is None]
+                 if studentuser.first_stop(p, user, 0o1 if p.is_dir() else 0o4) is None]
     top = sorted({p for p in reachable if not any(q in p.parents for q in reachable)})
     if top:
         paths = " ".join(map(str, top))
@@ -196,19 +196,3 @@ def _existing(path: Path) -> Path:
     while not path.exists() and path != path.parent:
         path = path.parent
     return path
-
-
-def _stop(path: Path, user: studentuser.StudentUser, final: int) -> Path | None:
-    """The first folder on the way to ``path`` (or ``path`` itself, needing ``final``)
-    whose mode bits stop ``user``; None when it gets through (ACLs aside)."""
-    path = Path(path).resolve()
-    for step in [*reversed(path.parents), path]:
-        try:
-            info = step.stat()
-        except OSError:
-            return step
-        shift = 6 if info.st_uid == user.uid else 3 if info.st_gid == user.gid else 0
-        need = final if step == path else 0o1
-        if (info.st_mode >> shift) & need != need:
-            return step
-    return None
