@@ -15,12 +15,15 @@ descendant; elsewhere the script says so and counts the rusage only (children le
    (``autograder.integrations.nbgrader.grade.grade``, ``--jobs`` workers: zygote,
    gradebook, feedback pages and autograded notebooks included), and reports the CPU
    seconds per notebook of each run;
-3. exits 1 if any run scored any cell differently from the first.
+3. with ``--nbgrader``, runs plain ``nbgrader autograde`` and ``generate_feedback`` once
+   on the same class (a course made by ``generate_assignment``) and reports its CPU
+   seconds too: a ratio that the machine's load moves far less than wall time's;
+4. exits 1 if any run scored any cell differently from the first.
 
 Usage::
 
     python benchmarks/cpu_per_notebook.py [--per 4] [--jobs 1] [--repeat 2]
-        [--tree OLD_CHECKOUT --tree .] [--dir FOLDER]
+        [--tree OLD_CHECKOUT --tree .] [--dir FOLDER] [--nbgrader]
 
 To compare against an earlier commit: ``git worktree add /tmp/before <commit>`` and pass
 ``--tree /tmp/before --tree .``.
@@ -84,6 +87,34 @@ def grade_once(tree: Path, submitted: Path, run: Path, jobs: int) -> tuple[float
     shutil.copytree(submitted, course / "submitted")
     scores = run / "scores.json"
     env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
+    seconds, wall = measured([sys.executable, "-c", GRADE, str(course / "submitted"),
+                              str(run / "out"), str(jobs), SALT, str(scores)], tree, env)
+    return seconds, wall, json.loads(scores.read_text())
+
+
+def plain_nbgrader(submitted: Path, run: Path) -> tuple[float, float, dict]:
+    """(CPU seconds, wall seconds, scores) of ``nbgrader autograde`` and
+    ``generate_feedback`` on the same class, in a course made by ``generate_assignment``."""
+    from autograder.authoring.course import new_course, read_scores
+    from autograder.settings import ASSIGNMENTS
+
+    course = new_course(run / "course", ROOT, list(ASSIGNMENTS))
+    shutil.copytree(submitted, course / "submitted")
+    env = {**os.environ, "AUTOGRADER_SALT": SALT}
+    code = ("import sys\nfrom autograder.authoring.course import nbgrader\n"
+            "for step in (['autograde', '*'], ['generate_feedback', '*']):\n"
+            "    done = nbgrader(step, sys.argv[1], timeout=3600)\n"
+            "    sys.exit(done.stderr[-3000:]) if done.returncode else None\n")
+    seconds, wall = measured([sys.executable, "-c", code, str(course)], ROOT, env)
+    scores = {}
+    for key in sorted(p.relative_to(submitted).as_posix() for p in submitted.glob("*/*")):
+        student, a = key.split("/")
+        scores[key] = {c.cell: c.score for c in read_scores(course, a, student)}
+    return seconds, wall, scores
+
+
+def measured(command: list[str], cwd: Path, env: dict) -> tuple[float, float]:
+    """(CPU seconds of ``command`` and every process under it, wall seconds)."""
     group = _group()
 
     def enter() -> None:  # in the child, before it runs anything
@@ -91,9 +122,8 @@ def grade_once(tree: Path, submitted: Path, run: Path, jobs: int) -> tuple[float
             (group / "cgroup.procs").write_text(str(os.getpid()))
 
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-c", GRADE, str(course / "submitted"),
-                             str(run / "out"), str(jobs), SALT, str(scores)],
-                            cwd=tree, env=env, stdout=subprocess.DEVNULL, preexec_fn=enter)
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                            preexec_fn=enter)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - started
     seconds = usage.ru_utime + usage.ru_stime
@@ -101,8 +131,8 @@ def grade_once(tree: Path, submitted: Path, run: Path, jobs: int) -> tuple[float
         seconds = int((group / "cpuacct.usage").read_text()) / 1e9
         group.rmdir()
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"grading with {tree} failed (exit status {status})")
-    return seconds, wall, json.loads(scores.read_text())
+        raise SystemExit(f"{command[:2]} in {cwd} failed (exit status {status})")
+    return seconds, wall
 
 
 def main() -> int:
@@ -113,6 +143,8 @@ def main() -> int:
     parser.add_argument("--tree", type=Path, action="append", default=None,
                         help="a checkout to grade with (repeatable; default: this one)")
     parser.add_argument("--dir", type=Path, default=None, help="keep the runs here")
+    parser.add_argument("--nbgrader", action="store_true",
+                        help="also plain nbgrader (autograde + generate_feedback), once")
     args = parser.parse_args()
     trees = args.tree or [ROOT]
     folder = args.dir or Path(tempfile.mkdtemp(prefix="autograder-cpu-"))
@@ -131,6 +163,12 @@ def main() -> int:
             differ += scores != first
             print(f"{tree}: {seconds:6.1f} CPU-s ({seconds / notebooks:.3f} per notebook), "
                   f"{wall:6.1f} s wall{'' if scores == first else '  SCORES DIFFER'}")
+    if args.nbgrader:
+        seconds, wall, scores = plain_nbgrader(folder / "class" / "submitted", folder / "nbgrader")
+        differ += scores != first
+        print(f"plain nbgrader: {seconds:6.1f} CPU-s ({seconds / notebooks:.3f} per notebook), "
+              f"{wall:6.1f} s wall{'' if scores == first else '  SCORES DIFFER'}; CPU ratio "
+              f"{seconds / min(cpu[trees[-1]]):.1f}x against the best run of {trees[-1]}")
     for tree in trees:
         best = min(cpu[tree])
         print(f"best {tree}: {best / notebooks:.3f} CPU-s per notebook")
