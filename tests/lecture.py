@@ -38,3 +38,15 @@ def lecture_numbers() -> frozenset[str]:
 
 #: A number as prose writes it; digits inside names (q1, x11, d_k2) do not count.
 NUMBER = re.compile(r"(?<![A-Za-z_\d.])\d+(?:\.\d+)?")
+
+
+def core_solution_lines(nb) -> int:
+    """The code lines a student writes in a notebook's core: the non-blank, non-comment
+    lines of the core's solution regions (what each core's "代码约 N 行" states)."""
+    lines = [ln.split("#")[0].strip()
+             for cell in nb.cells
+             if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution")
+             and cell.metadata.get("autograder", {}).get("part", "core") == "core"
+             for region in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S)
+             for ln in region.splitlines()]
+    return sum(1 for ln in lines if ln)

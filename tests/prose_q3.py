@@ -8,12 +8,11 @@ quotes after its cell are asserted in tests/test_bank_q3.py
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 import nbformat
 import numpy as np
-from lecture import ROOT
+from lecture import ROOT, core_solution_lines
 
 from autograder.bank import q3
 from autograder.bank.lib import reference as ref
@@ -36,13 +35,7 @@ def _core_lines() -> str:
     """“约 25 行”: the code lines of the core's solution regions, rounded to 5 (25 is also
     two extensions' estimated minutes)."""
     nb = nbformat.read(ROOT / "source" / "q3_permutation" / "q3_permutation.ipynb", as_version=4)
-    lines = [ln.split("#")[0].strip()
-             for cell in nb.cells
-             if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution")
-             and cell.metadata.get("autograder", {}).get("part", "core") == "core"
-             for region in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S)
-             for ln in region.splitlines()]
-    return str(5 * round(sum(1 for ln in lines if ln) / 5))
+    return str(5 * round(core_solution_lines(nb) / 5))
 
 
 def _first_overflow() -> str:

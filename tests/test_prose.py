@@ -12,7 +12,15 @@ import importlib
 
 import nbformat
 import pytest
-from lecture import ASSIGNMENT_ORDER, NUMBER, ROOT, lecture_numbers, normalise, questions
+from lecture import (
+    ASSIGNMENT_ORDER,
+    NUMBER,
+    ROOT,
+    core_solution_lines,
+    lecture_numbers,
+    normalise,
+    questions,
+)
 
 PRESENT = ASSIGNMENT_ORDER  # every assignment: a missing notebook fails, never skips
 SMALL = frozenset(str(i) for i in range(11))
@@ -90,17 +98,6 @@ def test_the_training_figures_q2_quotes_do_not_depend_on_rounding():
     assert figures.quoted_runs_perturbed() == figures.QUOTED_RUNS
 
 
-def _core_solution_lines(nb) -> int:
-    import re
-    lines = [ln.split("#")[0].strip()
-             for cell in nb.cells
-             if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution")
-             and cell.metadata.get("autograder", {}).get("part", "core") == "core"
-             for region in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S)
-             for ln in region.splitlines()]
-    return sum(1 for ln in lines if ln)
-
-
 @pytest.mark.parametrize("assignment", PRESENT)
 def test_the_core_states_its_time_per_section_and_its_lines_to_write(assignment):
     """Issue 30: each core states, at the top, its time per section (a table adding up to
@@ -113,5 +110,5 @@ def test_the_core_states_its_time_per_section_and_its_lines_to_write(assignment)
     rows = re.findall(r"^\| \d \|.*\| 约 (\d+) 分钟 \|$", intro.source, re.M)
     assert rows and sum(int(m) for m in rows) == minutes <= 40, (assignment, rows)
     stated = re.search(r"代码约 (\d+) 行", intro.source)
-    lines = _core_solution_lines(nb)
+    lines = core_solution_lines(nb)
     assert stated and abs(int(stated[1]) - lines) <= 5 and lines <= 40, (assignment, lines)
