@@ -66,6 +66,19 @@ def open_base(prefix: str) -> Path:
     return base
 
 
+@contextlib.contextmanager
+def student_base(factory: pytest.TempPathFactory, prefix: str) -> Iterator[Path]:
+    """A module's folder every user may enter (:func:`open_base`), for a root grader only,
+    held under the :func:`exclusive` lock and removed at the end."""
+    require_root()
+    with exclusive(factory):
+        base = open_base(prefix)
+        try:
+            yield base
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+
+
 def _interpreters() -> list[Path]:
     minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
     return [Path(sys._base_executable), Path("/usr/bin") / minor, Path("/usr/local/bin") / minor]

@@ -16,7 +16,6 @@ import copy
 import hashlib
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -24,14 +23,12 @@ import nbformat
 import pytest
 from gradescope_env import (
     NOBODY,
-    exclusive,
     finish,
     install,
     launch,
     make_root,
-    open_base,
     readable_python,
-    require_root,
+    student_base,
 )
 from hostile_gradescope import KILL_GRADER, QUIET
 from pipeline_helpers import ROOT as REPO
@@ -95,19 +92,14 @@ def _processes_of(wanted: set[int]) -> list[int]:
 @pytest.fixture(scope="module")
 def machine(tmp_path_factory):
     """A bundle installed as setup.sh installs it, on a Python every user may read."""
-    require_root()
-    with exclusive(tmp_path_factory):
-        base = open_base("gradescope-hostile-")
-        try:
-            python = readable_python(base)
-            (base / "salt.txt").write_text(SALT + "\n")
-            made = make_bundle(assignment=A, out=base / "autograder.zip",
-                               salt_file=base / "salt.txt",
-                               settings=GradeSettings(timeout=60, cell_timeout=5))
-            source, site = install(made.path, base / "closed", python)
-            yield base, python, made.path, source, site
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
+    with student_base(tmp_path_factory, "gradescope-hostile-") as base:
+        python = readable_python(base)
+        (base / "salt.txt").write_text(SALT + "\n")
+        made = make_bundle(assignment=A, out=base / "autograder.zip",
+                           salt_file=base / "salt.txt",
+                           settings=GradeSettings(timeout=60, cell_timeout=5))
+        source, site = install(made.path, base / "closed", python)
+        yield base, python, made.path, source, site
 
 
 def _nobody_root(base: Path, bundle: Path, python: Path) -> tuple[Path, Path]:

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gradescope_env import LAUNCHER, NOBODY, exclusive, open_base, readable_python, require_root
+from gradescope_env import LAUNCHER, NOBODY, open_base, readable_python, require_root, student_base
 
 from autograder.authoring import cells as nbs
 from autograder.engine.host import protection
@@ -143,13 +143,8 @@ def _hostile(paths: list[str]) -> nbs.NotebookNode:
 @pytest.fixture(scope="module")
 def machines(tmp_path_factory):
     """Every simulated machine's doctor and grade runs (see the module docstring)."""
-    require_root()
-    with exclusive(tmp_path_factory):
-        base = open_base("protection-")
-        try:
-            yield _run_machines(base)
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
+    with student_base(tmp_path_factory, "protection-") as base:
+        yield _run_machines(base)
 
 
 def _run_machines(base: Path) -> dict:

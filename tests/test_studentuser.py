@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from gradescope_env import NOBODY, exclusive, open_base, readable_python, require_root
+from gradescope_env import NOBODY, readable_python, require_root, student_base
 
 from autograder.engine.child import studentuser
 from autograder.engine.child.studentuser import StudentUser, Users, readable_by
@@ -30,13 +29,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
-    require_root()
-    with exclusive(tmp_path_factory):
-        folder = open_base("studentuser-")
-        try:
-            yield folder
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+    with student_base(tmp_path_factory, "studentuser-") as folder:
+        yield folder
 
 
 def _in_fork(job) -> str:
