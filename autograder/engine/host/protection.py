@@ -162,7 +162,7 @@ def _separate_user_blocked(user: studentuser.StudentUser, private: Iterable[Path
     for folder in studentuser.unreadable_python(user):
         stop = studentuser.first_stop(Path(folder), user, 0o5) or Path(folder)
         return (f"uid {user.uid} cannot read the Python installation {folder} (stopped at "
-                f"{stop}, mode {stat.S_IMODE(stop.stat().st_mode):04o}): install the "
+                f"{stop}{_mode(stop)}): install the "
                 "grader's Python where every user may read it (e.g. a venv under /opt), or "
                 f"`chmod o+x {stop}`")
     reachable = [p for p in [*(grader_copies() if secrets else []), *map(_existing, private)]
@@ -174,6 +174,14 @@ def _separate_user_blocked(user: studentuser.StudentUser, private: Iterable[Path
                 f"its results): close them with `chmod o-rwx {paths}` (the Gradescope "
                 "bundle's setup.sh closes its copy so)")
     return ""
+
+
+def _mode(path: Path) -> str:
+    """``, mode 0700``; empty where even root cannot stat it (it went away meanwhile)."""
+    try:
+        return f", mode {stat.S_IMODE(path.stat().st_mode):04o}"
+    except OSError:
+        return ""
 
 
 def grader_copies() -> list[Path]:
