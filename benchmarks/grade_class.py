@@ -7,8 +7,11 @@ course made by ``nbgrader generate_assignment`` (not timed). Then, timed:
 1. plain nbgrader: ``nbgrader autograde "*"`` and ``nbgrader generate_feedback "*"``
    (one process each, as an instructor runs them; Jupyter kernels, in-kernel checks);
 2. ``autograder grade`` on a copy of the same submissions (sandboxed children, checks in
-   the host, ``--jobs`` workers; zygote start-up, gradebook and feedback included),
-   ``--repeat`` times; the ratio is taken against the fastest of these runs.
+   the host, ``--jobs`` workers; zygote start-up, gradebook and feedback included).
+
+That is one run, on a course of its own; ``--runs`` of them (default 3) give the ratio's
+minimum, median and maximum. ``--reserve-cpu SHARES`` runs both sides in a cpu cgroup of
+that weight, so that the shared machine's other work weighs on neither.
 
 Both draw the same hidden inputs (one salt), so every cell must score the same; the
 script exits 1 if any differs. It writes what it measured to ``--results`` (JSON) and
@@ -16,7 +19,7 @@ draws it to ``--chart`` (PNG; default: beside the results), both meant to be com
 (docs/benchmarks.md shows them); ``--draw-only`` redraws the chart from the results
 already written, grading nothing. Usage::
 
-    python benchmarks/grade_class.py [--jobs 2] [--repeat 2] [--dir FOLDER]
+    python benchmarks/grade_class.py [--jobs 2] [--runs 3] [--reserve-cpu 102400] [--dir FOLDER]
         [--results benchmarks/latest.json] [--chart benchmarks/latest.png] [--draw-only]
 """
 
@@ -118,23 +121,24 @@ def draw(record: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6),
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.6),
                                       gridspec_kw={"width_ratios": [1.5, 1]})
     fig.subplots_adjust(left=0.22, right=0.97, bottom=0.17, top=0.85, wspace=0.3)
-    jobs = record["jobs"]
-    labels = ["plain nbgrader\n(autograde + generate_feedback)"]
-    labels += [f"autograder grade --jobs {jobs}\n(run {i})"
-               for i in range(1, len(record["engine_seconds"]) + 1)]
-    seconds = [record["nbgrader_seconds"], *record["engine_seconds"]]
-    bars = left.barh(range(len(seconds)), seconds,
-                     color=["#9e9e9e"] + ["#1f77b4"] * len(record["engine_seconds"]))
+    jobs, runs = record["jobs"], record.get("runs") or [
+        {"nbgrader_seconds": record["nbgrader_seconds"], "engine_seconds": e}
+        for e in record["engine_seconds"]]
+    labels, seconds, colours = [], [], []
+    for i, run in enumerate(runs, 1):
+        labels += [f"run {i}: plain nbgrader", f"run {i}: autograder grade --jobs {jobs}"]
+        seconds += [run["nbgrader_seconds"], run["engine_seconds"]]
+        colours += ["#9e9e9e", "#1f77b4"]
+    bars = left.barh(range(len(seconds)), seconds, color=colours)
     left.set_yticks(range(len(seconds)), labels, fontsize=8)
     left.invert_yaxis()
     left.set_xlabel("wall-clock seconds, whole class")
     left.set_xlim(0, max(seconds) * 1.3)
-    for bar, s in zip(bars, seconds):
-        ratio = record["nbgrader_seconds"] / s
-        text = f"{s:.1f} s" if bar is bars[0] else f"{s:.1f} s ({ratio:.1f}x faster)"
+    for k, (bar, s) in enumerate(zip(bars, seconds)):
+        text = f"{s:.1f} s" if k % 2 == 0 else f"{s:.1f} s ({seconds[k - 1] / s:.1f}x faster)"
         left.text(bar.get_width() + max(seconds) * 0.02, bar.get_y() + bar.get_height() / 2,
                   text, va="center", fontsize=8)
     left.set_title(f"{record['notebooks']} notebooks, same scores on every cell"
@@ -146,18 +150,84 @@ def draw(record: dict, path: Path) -> None:
     right.invert_yaxis()
     right.set_xlabel("engine seconds per notebook (in a worker)")
     right.set_title("where the engine's time goes", fontsize=9)
+    reserved = ", cpu reserved for both sides" if record.get("cpu_reserved") else ""
     fig.suptitle(f"{record['date']}, {record['cpus']} cores, load {record['load_before']:.1f} "
-                 f"before, commit {record['commit'] or '?'}", fontsize=8)
+                 f"before{reserved}, commit {record['commit'] or '?'}", fontsize=8)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
+def reserve_cpu(shares: int) -> Path | None:
+    """Put this process, and so everything it starts (nbgrader's kernels, the engine's
+    zygote and children), in a cgroup v1 cpu group weighted ``shares`` (1024 is one busy
+    process of the rest of the machine). Both sides of the comparison then run as on a
+    machine of their own, however busy the shared one is. None where it cannot be made."""
+    base = Path("/sys/fs/cgroup/cpu")
+    group = base / f"autograder-bench-{os.getpid()}"
+    try:
+        group.mkdir()
+        (group / "cpu.shares").write_text(str(shares))
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+    except OSError as error:
+        print(f"no cpu reservation ({error}): the machine's other load weighs on both sides")
+        return None
+    return group
+
+
+def release_cpu(group: Path | None) -> None:
+    if group is not None:
+        (group.parent / "cgroup.procs").write_text(str(os.getpid()))
+        for _ in range(50):  # the last kernels may still be leaving the group
+            try:
+                group.rmdir()
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+def one_run(folder: Path, jobs: int) -> dict:
+    """One side-by-side run on a course of its own: plain nbgrader, then the engine."""
+    course, pairs = build_class(folder)
+    copy = folder / "engine-submitted"
+    shutil.copytree(course / "submitted", copy)
+    load = os.getloadavg()[0]
+    plain = run_nbgrader(course)
+    seconds, results = run_engine(copy, folder / "engine-out", jobs)
+    differ, cells = compare(course, pairs, {(r.student, r.assignment): r.cells for r in results})
+    for line in differ:
+        print("DIFFERS", line)
+    print(f"{len(pairs)} notebooks, load {load:.1f}: plain nbgrader {plain:6.1f} s, "
+          f"autograder grade --jobs {jobs} {seconds:5.1f} s: {plain / seconds:.1f}x; "
+          + ("scores agree on every cell" if not differ else f"{len(differ)} notebook(s) differ"))
+    return {"notebooks": len(pairs), "cells": cells, "load": round(load, 2),
+            "nbgrader_seconds": round(plain, 1), "engine_seconds": round(seconds, 1),
+            "ratio": round(plain / seconds, 2), "differ": len(differ),
+            "per_assignment": per_assignment(results)}
+
+
+def summary(runs: list[dict], jobs: int, reserved: bool, load_before: float) -> dict:
+    ratios = sorted(r["ratio"] for r in runs)
+    return {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": _commit(),
+            "cpus": os.cpu_count(), "python": platform.python_version(),
+            "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2),
+            "cpu_reserved": reserved, "notebooks": runs[0]["notebooks"],
+            "cells": runs[0]["cells"], "jobs": jobs,
+            "nbgrader_seconds": runs[0]["nbgrader_seconds"],
+            "engine_seconds": [r["engine_seconds"] for r in runs],
+            "ratios": [r["ratio"] for r in runs],
+            "ratio_min_median_max": [ratios[0], ratios[len(ratios) // 2], ratios[-1]],
+            "runs": runs, "per_assignment": runs[-1]["per_assignment"],
+            "scores_agree": not any(r["differ"] for r in runs)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=2, help="engine runs (the best is kept)")
-    parser.add_argument("--dir", type=Path, default=None, help="keep the course here")
+    parser.add_argument("--runs", type=int, default=3, help="side-by-side runs")
+    parser.add_argument("--reserve-cpu", type=int, default=0, metavar="SHARES",
+                        help="run both sides in a cpu cgroup of this weight (root, cgroup v1)")
+    parser.add_argument("--dir", type=Path, default=None, help="keep the courses here")
     parser.add_argument("--results", type=Path, default=RESULTS,
                         help="JSON file for what was measured (default: %(default)s)")
     parser.add_argument("--chart", type=Path, default=None,
@@ -173,40 +243,19 @@ def main() -> int:
     folder = args.dir or Path(tempfile.mkdtemp(prefix="autograder-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
     load_before = os.getloadavg()[0]
-    course, pairs = build_class(folder)
-    copy = folder / "engine-submitted"
-    shutil.copytree(course / "submitted", copy)
-    print(f"class: {len(pairs)} notebooks over {len(ASSIGNMENTS)} assignments in {folder}")
-    plain = run_nbgrader(course)
-    print(f"plain nbgrader (autograde + generate_feedback): {plain:7.1f} s "
-          f"({plain / len(pairs):.2f} s per notebook)")
-    times, runs = [], []
-    for i in range(args.repeat):
-        seconds, results = run_engine(copy, folder / f"engine-out-{i}", args.jobs)
-        times.append(seconds)
-        runs.append(results)
-        print(f"autograder grade --jobs {args.jobs}:               {seconds:7.1f} s "
-              f"({seconds / len(pairs):.2f} s per notebook)")
-    print(f"ratio (nbgrader / autograder grade): {plain / min(times):.1f}x")
-    best = runs[times.index(min(times))]
-    differ, cells = compare(course, pairs, {(r.student, r.assignment): r.cells for r in best})
-    for line in differ:
-        print("DIFFERS", line)
-    print(f"scores agree on every cell ({cells} cells)" if not differ
-          else f"{len(differ)} notebook(s) differ")
-    record = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": _commit(),
-              "cpus": os.cpu_count(), "python": platform.python_version(),
-              "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2),
-              "notebooks": len(pairs), "cells": cells, "jobs": args.jobs,
-              "nbgrader_seconds": round(plain, 1),
-              "engine_seconds": [round(t, 1) for t in times],
-              "ratios": [round(plain / t, 2) for t in times],
-              "per_assignment": per_assignment(best), "scores_agree": not differ}
+    group = reserve_cpu(args.reserve_cpu) if args.reserve_cpu else None
+    try:
+        runs = [one_run(folder / f"run-{i + 1}", args.jobs) for i in range(args.runs)]
+    finally:
+        release_cpu(group)
+    record = summary(runs, args.jobs, group is not None, load_before)
+    low, median, high = record["ratio_min_median_max"]
+    print(f"ratio over {len(runs)} runs: min {low}x, median {median}x, max {high}x")
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     draw(record, chart)
     print(f"wrote {args.results} and {chart}")
-    return 1 if differ else 0
+    return 0 if record["scores_agree"] else 1
 
 
 if __name__ == "__main__":

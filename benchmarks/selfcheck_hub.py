@@ -3,8 +3,10 @@
 The hub (made here, not timed): the wheel installed into a venv of the system Python
 (readable by every user), an unprivileged student (``--uid``, default ``nobody``) with a
 home of their own and no ``XDG_RUNTIME_DIR`` (as in a JupyterHub single-user server), and
-no namespaces (``tests/nonamespaces.py``: Docker's default seccomp profile). Then, timed,
-wall clock of the whole command as the student runs it:
+no namespaces (``tests/nonamespaces.py``: Docker's default seccomp profile), or, with
+``--namespaces``, a machine where the student may make user namespaces (a laptop or a
+hub without the seccomp profile). Then, timed, wall clock of the whole command as the
+student runs it:
 
 1. ``autograder check`` with the daemon off (every check cold);
 2. the first check with the daemon on (cold, then it starts the daemon);
@@ -16,7 +18,7 @@ Root only (it makes the hub's folders and drops to ``--uid``). Not a timed test:
 machine is shared, so the numbers move with its load (recorded before and after).
 Usage::
 
-    python benchmarks/selfcheck_hub.py [--uid 65534] [--repeat 3] [--results FILE]
+    python benchmarks/selfcheck_hub.py [--uid 65534] [--repeat 3] [--namespaces] [--results FILE]
 """
 
 from __future__ import annotations
@@ -58,10 +60,20 @@ def _hub(base: Path, uid: int) -> tuple[Path, Path]:
     return base / "venv", home
 
 
+def _as_student(uid: int) -> None:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+
+
 def _timed(command: list[str], uid: int, home: Path, **env: str) -> float:
     started = time.monotonic()
-    done = subprocess.run([sys.executable, str(ROOT / "tests" / "nonamespaces.py"), "--uid",
-                           str(uid), *command], cwd=home, capture_output=True, text=True,
+    if _NAMESPACES:
+        wrapped, drop = command, (lambda: _as_student(uid))
+    else:
+        wrapped, drop = [sys.executable, str(ROOT / "tests" / "nonamespaces.py"), "--uid",
+                         str(uid), *command], None
+    done = subprocess.run(wrapped, cwd=home, capture_output=True, text=True, preexec_fn=drop,
                           env={"PATH": os.environ.get("PATH", ""), "HOME": str(home),
                                "LANG": "C.UTF-8", **env})
     seconds = time.monotonic() - started
@@ -73,6 +85,7 @@ def _timed(command: list[str], uid: int, home: Path, **env: str) -> float:
 
 
 _LAST: list[str] = []
+_NAMESPACES = False  # set by --namespaces: the student runs without Docker's seccomp profile
 _TOTAL = int(load("q1_value_scaling").auto_max)  # the last line of the last report: how the notebook ran
 
 
@@ -80,8 +93,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uid", type=int, default=65534)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "selfcheck_hub.json")
+    parser.add_argument("--namespaces", action="store_true",
+                        help="the student may make user namespaces (no seccomp profile)")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="default: benchmarks/selfcheck_hub.json, or selfcheck_laptop.json "
+                             "with --namespaces")
     args = parser.parse_args()
+    global _NAMESPACES
+    _NAMESPACES = args.namespaces
+    name = "selfcheck_laptop.json" if args.namespaces else "selfcheck_hub.json"
+    args.results = args.results or ROOT / "benchmarks" / name
     if os.geteuid() != 0:
         sys.exit("run as root: it makes a student's home and drops to --uid")
     base = Path(tempfile.mkdtemp(prefix="ag-hub-bench-"))
