@@ -62,10 +62,11 @@ def core_solution_lines() -> int:
 GIVEN: set[str] = {"0.25", "0.5", "3.1", "3.2", "11"}
 
 FIGURES: dict[str, Callable[[], str]] = {
-    # the core's and extension A's time, as their cells' metadata declare it
-    "40": lambda: "/".join(sorted({str(part_minutes()["core"]), str(round(core_solution_lines() / 10) * 10)})),
+    # the core's time, as the intro's metadata declares it, and its lines of solution code
+    # (the intro states both as 35)
+    "35": lambda: "/".join(sorted({str(part_minutes()["core"]), str(core_solution_lines())})),
+    # extension A's time, as its heading's metadata declares it
     "20": lambda: str(part_minutes()["ext-temperature"]),
-    # the lines of solution code in the core's cells, to the nearest ten
     # output_3I / output_2I
     "1.5": lambda: f"{_solution().output_3I[0, 0] / _solution().output_2I[0, 0]:.6g}",
     # position 1's output with W_v = 3I, from the exact weights

@@ -15,9 +15,10 @@ __all__ = ["ANSWERS", "answers_for"]
 
 ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
     "q1_value_scaling": {
-        # W_v = 3I leaves the weights at the lecture's: quoting them before the step gives it away
-        "test_hand_weights": ("0.670 / 0.330", "[0.670, 0.330]"),
-        "test_hand_output": ("2.009", "0.991", "2.010", "0.990", "[2.01, 0.99]"),
+        # the one hand step asks for weights_1 and output_1; W_v = 3I leaves the weights at the
+        # lecture's, so quoting them before the step gives weights_1 (and with it output_1) away
+        "test_hand_output": ("2.009", "0.991", "2.010", "0.990", "[2.01, 0.99]",
+                             "0.670 / 0.330", "[0.670, 0.330]", "weights_1 @ (X @ (3 * I))"),
         "test_output_scale_factor": ("1.5 倍", "1.5", "3/2", "np.linalg.norm(output_1) / np.linalg.norm"),
         "test_self_attention": ("attention_weights(X_3 @ W_qk", "attention(X_3 @ W_qk"),
         "test_apple_outputs": ("2.152", "0.284"),

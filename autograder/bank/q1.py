@@ -1,6 +1,6 @@
 """Checks for q1_value_scaling: W_v = 3I, and what Q/K versus V decide.
 
-The core's hand steps are in :mod:`.q1_hand`, its 苹果 context task in :mod:`.q1_apple`;
+The core's hand step is in :mod:`.q1_hand`, its 苹果 context task in :mod:`.q1_apple`;
 this module has the code checks (softmax, attention, the general case, the code that
 confirms the hand calculation) and the extensions' checks (W_q = c·I, SymPy).
 """
@@ -208,8 +208,9 @@ def hand_example(ctx: Context, *, weights_2I, output_2I, weights_3I, output_3I,
     for hand, code, what in ((weights_1, exp_w[0], "weights_1"), (output_1, exp_out[0], "output_1")):
         arr = as_array(hand, f"手算的 {what}")
         if arr.shape != code.shape or not np.allclose(arr, code, rtol=0, atol=ref.LECTURE_ATOL):
+            why = q1_hand.weights_cause(arr) if what == "weights_1" and arr.shape == (2,) else ""
             fail(f"手算的 {what} = {fmt(arr)} 与代码算出的位置 1 的结果 {fmt(code)} 不一致"
-                 f"（容差 {ref.LECTURE_ATOL:g}）：回到第 1 节，从第一步起逐步核对手算。")
+                 f"（容差 {ref.LECTURE_ATOL:g}）：回到第 1 节，从打分起逐步核对手算。{why}")
 
 
 def _scale_hint(value: float) -> str | None:
@@ -243,8 +244,9 @@ def weights_changed(ctx: Context, *, weights_changed, weights_1) -> None:
              f"\n可能的原因：{mc.CATALOG['weights_depend_on_v'].describe()}")
     own = _own(weights_1, (2,))  # the answer must agree with the student's own hand steps
     if own is None or not np.allclose(own, LECTURE_WEIGHTS, rtol=0, atol=ref.LECTURE_ATOL):
+        why = "" if own is None else q1_hand.weights_cause(own)
         fail("你回答 weights_changed = False，可你手算的 weights_1 与讲义 W_v = 2I 时的 0.670 / 0.330 "
-             "不同：回答和你自己的计算对不上。回到第 1 节逐步核对手算。")
+             f"不同：回答和你自己的计算对不上。回到第 1 节，从打分起逐步核对手算。{why}")
 
 
 @check("q1.output_scale_factor", "输出变成原来的几倍：output_scale_factor", context=("output_1",))

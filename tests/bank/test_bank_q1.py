@@ -268,91 +268,85 @@ def test_output1_symbolic_with_floats_is_rejected(solution):
         run_check("q1.output1_symbolic", output1_symbolic=sp.Matrix([[0.6698 * c, 0.3302 * c]]))
 
 
-# ------------------------------------------------------------------ the hand steps (W_v = 3I)
+# ------------------------------------------------------------------ the hand step (W_v = 3I)
 
 
-def test_the_hand_steps_end_where_the_reference_does():
+def test_the_hand_step_ends_where_the_reference_does():
     output, weights = ref.hand_example(v_scale=3.0)
     assert np.allclose(q1_hand.EXACT_WEIGHTS, weights[0])
     assert np.allclose(q1_hand.EXACT_OUTPUT, output[0])
-    # the model answer: every step but the last is the lecture's (W_v = 2I) own
+    # why only the output is graded: the weights are the lecture's (W_v = 2I) own
     assert np.allclose(q1_hand.EXACT_WEIGHTS, ref.hand_example(v_scale=2.0)[1][0])
-    assert np.allclose(q1_hand.EXACT_SCALED, [0.707, 0], atol=1e-3)
-    assert np.allclose(q1_hand.EXACT_EXPS, [2.028, 1], atol=1e-3)
-    assert abs(float(q1_hand.EXACT_TOTAL) - 3.028) < 1e-3
 
 
-HAND_CHAIN = ("scores_1", "scaled_1", "exps_1", "total_1", "weights_1", "output_1")
-STEP_OF = {"scores_1": "q1.hand_scores", "scaled_1": "q1.hand_scaled", "exps_1": "q1.hand_exp",
-           "total_1": "q1.hand_sum", "weights_1": "q1.hand_weights", "output_1": "q1.hand_output"}
+SQRT2 = float(np.sqrt(2))
 
 
-def _chain(scores):
-    """Every step computed from ``scores`` by the lecture's rules, as a student would."""
-    scaled = np.asarray(scores, dtype=float) / np.sqrt(2)
-    exps = np.exp(scaled)
-    total = exps.sum()
-    weights = exps / total
-    return dict(zip(HAND_CHAIN, (scores, scaled, exps, total, weights, weights @ (3 * np.eye(2)))))
+def _weights(scores, d=SQRT2):
+    """Position 1's weights from a row of scores divided by ``d``, as a student computes them."""
+    exps = np.exp(np.asarray(scores, dtype=float) / d)
+    return exps / exps.sum()
 
 
-def _run_step(variable, values):
-    name = STEP_OF[variable]
-    keywords = hidden_calls(A)[f"test_hand_{name.split('_', 1)[1]}"][1]
-    run_check(name, **{k: values[k] for k in keywords})
+def _hand(weights_1, output_1=None):
+    """q1.hand_output on ``weights_1`` and (by default) the output they give with W_v = 3I."""
+    if output_1 is None:
+        output_1 = np.asarray(weights_1) @ (3 * np.eye(2))
+    run_check("q1.hand_output", weights_1=weights_1, output_1=output_1)
 
 
-@pytest.mark.parametrize("variable", HAND_CHAIN[1:])
-def test_a_step_computed_from_a_wrong_earlier_step_is_carried_forward(variable):
-    _run_step(variable, _chain([3.0, 0.0]))  # 打分用了 V: only the first step is wrong
+@pytest.mark.parametrize("weights_1", [
+    _weights([3.0, 0.0]), _weights([1.0, 0.0], 1.0), _weights([1.0, 0.0], 2.0), [0.5, 0.5],
+], ids=["scores-from-V", "unscaled", "divided-by-dk", "uniform"])
+def test_an_output_that_follows_from_the_students_own_weights_is_carried_forward(weights_1):
+    _hand(weights_1)
 
 
-@pytest.mark.parametrize("variable", HAND_CHAIN)
-def test_the_exact_value_of_a_step_passes_whatever_came_before(variable):
-    values = _chain([3.0, 0.0])
-    values[variable] = _chain([1.0, 0.0])[variable]
-    _run_step(variable, values)
+def test_the_lecture_rounding_and_the_exact_output_pass_whatever_the_weights():
+    _hand([0.670, 0.330], [2.010, 0.990])
+    _hand(_weights([3.0, 0.0]), q1_hand.EXACT_OUTPUT)
 
 
-@pytest.mark.parametrize("variable, wrong, label", [
-    ("scores_1", [3.0, 0.0], q1_hand.SCORE_USES_V.label),
-    ("scores_1", [2.0, 0.0], q1_hand.SCORE_USES_V.label),
-    ("scaled_1", [1.0, 0.0], "缺少 1/√d_k 缩放"),
-    ("scaled_1", [0.5, 0.0], "除以 d_k 而不是 √d_k"),
-    ("exps_1", [np.e, 1.0], q1_hand.EXP_OF_UNSCALED.label),
-    ("exps_1", [2.028, 0.0], "大于 0"),
-    ("total_1", 2.028, q1_hand.SUM_ONE_TERM.label),
-    ("total_1", 1.0, q1_hand.SUM_ONE_TERM.label),
-    ("weights_1", [1.005, 0.495], "权重随 W_v 改变"),
-    ("weights_1", [0.330, 0.670], "写反了"),
-    ("weights_1", [0.6, 0.3], "加起来等于 1"),
-    ("output_1", [1.340, 0.660], q1_hand.OUTPUT_OLD_V.label),
-    ("output_1", [0.670, 0.330], "返回了权重而不是输出"),
-    ("output_1", [2.0, 1.0], "不对"),
+@pytest.mark.parametrize("weights_1, label", [
+    (np.exp([1 / np.sqrt(2), 0]) / np.exp(1 / np.sqrt(2)), q1_hand.SUM_ONE_TERM.label),
+    (np.exp([1 / np.sqrt(2), 0]), q1_hand.SUM_ONE_TERM.label),
+    (1.5 * q1_hand.EXACT_WEIGHTS, "权重随 W_v 改变"),
+    ([0.6, 0.3], "加起来等于 1"),
+    ([1.2, -0.2], "非负"),
 ])
-def test_a_wrong_step_is_named(variable, wrong, label):
-    values = _chain([1.0, 0.0])
-    values[variable] = wrong
+def test_weights_that_are_not_weights_lose_the_step_even_with_the_exact_output(weights_1, label):
     with pytest.raises(CheckFailed, match=label):
-        _run_step(variable, values)
+        _hand(weights_1, q1_hand.EXACT_OUTPUT)
+    with pytest.raises(CheckFailed, match=label):
+        _hand(weights_1)
 
 
-def test_weights_that_follow_from_a_wrong_total_do_not_sum_to_one_and_say_where_to_look():
-    values = _chain([1.0, 0.0])
-    values["total_1"] = values["exps_1"][0]
-    values["weights_1"] = values["exps_1"] / values["total_1"]
-    with pytest.raises(CheckFailed, match="问题出在前面的 total_1"):
-        _run_step("weights_1", values)
+@pytest.mark.parametrize("output_1, label", [
+    ([1.340, 0.660], q1_hand.OUTPUT_OLD_V.label),
+    ([0.670, 0.330], "返回了权重而不是输出"),
+    ([2.0, 1.0], "不对"),
+    ([2.009, 0.991, 0.0], "长度 2"),
+    ([np.nan, 0.991], "NaN"),
+])
+def test_a_wrong_output_is_named(output_1, label):
+    with pytest.raises(CheckFailed, match=label):
+        _hand([0.670, 0.330], output_1)
 
 
-@pytest.mark.parametrize("bad", [None, "1, 0", [1.0], [[1.0, 0.0]], [np.nan, 0.0]])
-def test_a_malformed_earlier_step_leaves_only_the_exact_value(bad):
-    values = _chain([1.0, 0.0])
-    values["scores_1"] = bad
-    _run_step("scaled_1", values)  # the exact value still passes
-    values["scaled_1"] = [0.6, 0.0]
-    with pytest.raises(CheckFailed, match=r"scaled_1 = \[0\.6, 0\. *\] 不对（容差"):
-        _run_step("scaled_1", values)
+@pytest.mark.parametrize("bad", [None, "1, 0", [1.0], [[0.670, 0.330]], [np.nan, 0.0]])
+def test_a_malformed_weights_1_is_a_failed_step_not_a_grader_error(bad):
+    with pytest.raises(CheckFailed, match="weights_1"):
+        _hand(bad, q1_hand.EXACT_OUTPUT)
+
+
+@pytest.mark.parametrize("text, wrong", q1_hand.WEIGHT_DIAGNOSES,
+                         ids=lambda v: v[:12] if isinstance(v, str) else "")
+def test_the_answers_name_the_slip_in_the_students_own_weights(text, wrong):
+    """The slips the five removed steps named are named by the answers that rest on
+    weights_1: without the diagnosis the message only said "对不上"."""
+    with pytest.raises(CheckFailed) as err:
+        run_check("q1.weights_changed", weights_changed=False, weights_1=wrong)
+    assert "对不上" in str(err.value) and text in str(err.value)
 
 
 # ------------------------------------------------------------------ 苹果 in two sentences
@@ -552,16 +546,13 @@ def test_the_hidden_inputs_alone_see_every_code_mistake_on_every_seed(variant, c
     assert _hidden_sweep(variant, cell) == []
 
 
-@pytest.mark.parametrize("variable", HAND_CHAIN)
-def test_a_wrong_step_is_not_told_the_right_value(variable):
+def test_a_wrong_hand_output_is_not_told_the_right_value():
     """What came back and what is wrong with it, never the value: the exercises edition
     shows the message as soon as a student checks a guess."""
-    values = _chain([1.0, 0.0])
-    exact = values[variable]
-    values[variable] = np.asarray(exact) + 0.05
     with pytest.raises(CheckFailed) as err:
-        _run_step(variable, values)
-    assert fmt(exact) not in str(err.value) and "期望" not in str(err.value)
+        _hand([0.670, 0.330], q1_hand.EXACT_OUTPUT + 0.05)
+    assert fmt(q1_hand.EXACT_OUTPUT) not in str(err.value) and "期望" not in str(err.value)
+    assert "2.009" not in str(err.value) and "2.01" not in str(err.value)
 
 
 def test_a_wrong_apple_value_is_not_told_the_right_value(solution):
