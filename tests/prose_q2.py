@@ -124,7 +124,7 @@ def _pct(x: float) -> str:
 
 FIGURES: dict[str, Callable[[], str]] = {
     # the time the core and 拓展 C state, from the cells' metadata
-    "40": lambda: f"{_parts()['core']['minutes']}",
+    "36": lambda: f"{_parts()['core']['minutes']}",
     "60": lambda: f"{_parts()['ext-chain']['minutes']}",
     # the core's model answer: growth factor of reading B, and §5's softmax table
     "100": lambda: f"{_ns().aligned_growth_factor(2, 200):.0f}",
