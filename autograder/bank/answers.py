@@ -24,6 +24,11 @@ ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
         "test_apple_outputs": ("2.152", "0.284"),
         "test_apple_weights": ("0.576",),
         "test_weights_3Wq": ("attention_weights(X @ (3 * I), X @ I)",),
+        # 拓展 A's written answer (keyed by its prompt: an extension's answer cell has no
+        # grade id in the release): c is the inverse temperature, T = 1/c
+        "md_written_temperature": ("inverse temperature $c$", "T = 1/c", "逆温度”的作用"),
+        # 拓展 B: its function of c; the folded model answers of 拓展 A come before it
+        "test_w11_of_c": ("1/(1 + e^{-c/\\sqrt{2}})", "e^{-c/\\sqrt{2}}"),
     },
     "q2_dk_growth": {
         "test_hand_aligned_scaled": ("14.14", "14.1", "10√2"),
