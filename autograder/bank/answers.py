@@ -32,8 +32,14 @@ ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "q2_dk_growth": {
         "test_hand_aligned_scaled": ("14.14", "14.1", "10√2"),
-        "test_independent_growth": ("恰好是 d_to/d_from", "√(d_to/d_from)", "np.sqrt(d_to / d_from)"),
+        "test_independent_growth": ("恰好是 d_to/d_from", "√(d_to/d_from)", "np.sqrt(d_to / d_from)",
+                                    "把方差的倍数当成了典型大小的倍数"),
         "test_aligned_growth": ("倍数是 1",),
+        # the written answer's (2) and (3): aligned vectors do not cancel, and scaling does not
+        # make their score independent of d_k
+        "written_growth": ("以为方向差不多的向量也会正负抵消", "以为除以 √d_k 后打分就不再随 d_k 变化"),
+        # 拓展 C.6 asks how a sharp softmax makes the gradient small
+        "md_written_chain": ("每一项都接近 0",),
     },
     "q3_permutation": {
         "test_hand_scores": ("(X_new @ W_q)[0] @ (X_new @ W_k).T",),
