@@ -44,8 +44,8 @@ ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
     "q3_permutation": {
         "test_hand_scores": ("(X_new @ W_q)[0] @ (X_new @ W_k).T",),
         "test_hand_output": ("hand_weights @ (X_new @ W_v)",),
-        "test_hand_swap": ("swapped_outputs[::-1]",),
-        "test_multiset": ("0.497", "出现了几次"),
+        "test_hand_swap": ("swapped_outputs[::-1]", "只是换了标签"),
+        "test_multiset": ("0.497", "出现了几次", "的输出变了", "把多重集合当成了集合"),
     },
     "q4_single_token": {
         "test_hand_output": ("[2.0, 0.0]", "[2, 0]"),
