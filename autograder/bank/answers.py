@@ -51,7 +51,11 @@ ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
         "test_hand_output": ("[2.0, 0.0]", "[2, 0]"),
         "test_attention_output": ("w @ (x @ W_v)", "输出 = xW_v", "输出 = x·W_v"),
         "test_qk_invariance": ("用到了 d_k 维的量",),
-        "test_linear_map": ("M = W_v", "return W_v"),
+        # a message naming the missing W_v as the mistake gives 'output = x·W_v' away
+        "test_linear_map": ("M = W_v", "return W_v", "忘了乘 W_v", "（输出 = x）"),
+        "test_two_token_symbolic": ("\\sigma(\\Delta s)", "1/(1 + e^{-\\Delta s})"),
+        # 拓展 C's written answer: a decoding step degenerates only when the cache holds one token
+        "md_written_decode": ("以为一步解码也退化成只看自己",),
     },
     "q5_cost_scaling": {
         "test_entries_2": ("entries_2 == 4",),
