@@ -63,8 +63,9 @@ ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
         "test_table_ratio": ("16 倍", "= 16", "4^2", "4²"),
         "test_token_multipliers": ("1.50", "p_zh = 1.5"),
         "test_attention_multipliers": ("2.25", "1.94"),
-        "test_relative_attention_cost": ("(b/a)²", "(b/a)^2", "(b / a) ** 2"),
-        "test_layer_ratio": ("4.47", "6.95"),
+        "test_relative_attention_cost": ("(b/a)²", "(b/a)^2", "(b / a) ** 2", "p² ="),
+        "test_crossover_length": ("n = 6d", "24nd^2 + 4n^2d"),
+        "test_layer_ratio": ("4.47", "6.95", "24nd^2 + 4n^2d"),
     },
 }
 
