@@ -11,7 +11,7 @@ Lecture numbers the question itself gives (0.670, 1.340 …) are not answers.
 
 from __future__ import annotations
 
-__all__ = ["ANSWERS", "answers_for"]
+__all__ = ["ANSWERS", "CONCLUSIONS", "answers_for"]
 
 ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
     "q1_value_scaling": {
@@ -67,6 +67,16 @@ ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
         "test_crossover_length": ("n = 6d", "24nd^2 + 4n^2d"),
         "test_layer_ratio": ("4.47", "6.95", "24nd^2 + 4n^2d"),
     },
+}
+
+#: Conclusions the release prints nowhere, not even after the cells that grade them: they
+#: stood right under those cells, where a student working on the cell sees them (issue 30).
+#: They live in the feedback, the exercises' folded model answers and docs/answers.md.
+CONCLUSIONS: dict[str, tuple[str, ...]] = {
+    "q1_value_scaling": ("T = 1/c", "inverse temperature"),
+    "q3_permutation": ("0.497",),
+    "q4_single_token": ("\\sigma(\\Delta s)",),
+    "q5_cost_scaling": ("4.47", "6.95", "n = 6d", "24nd^2 + 4n^2d", "p = 1.50"),
 }
 
 
