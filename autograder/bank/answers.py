@@ -74,7 +74,7 @@ ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
 #: They live in the feedback, the exercises' folded model answers and docs/answers.md.
 CONCLUSIONS: dict[str, tuple[str, ...]] = {
     "q1_value_scaling": ("T = 1/c", "inverse temperature"),
-    "q3_permutation": ("0.497",),
+    "q3_permutation": ("0.497", "输出向量一模一样", "因果掩码打破了置换等变", "**不等于**"),
     "q4_single_token": ("\\sigma(\\Delta s)",),
     "q5_cost_scaling": ("4.47", "6.95", "n = 6d", "24nd^2 + 4n^2d", "p = 1.50"),
 }
