@@ -39,6 +39,8 @@ from pathlib import Path
 
 sys.modules.setdefault("rfc3987_syntax", None)  # see autograder/cli.py
 
+from reserve import release_cpu, reserve_cpu  # noqa: E402  (beside this script)
+
 from autograder.authoring import cells as nbs  # noqa: E402
 from autograder.authoring.course import nbgrader, new_course, read_scores  # noqa: E402
 from autograder.integrations.nbgrader.grade import grade  # noqa: E402
@@ -156,34 +158,6 @@ def draw(record: dict, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-def reserve_cpu(shares: int) -> Path | None:
-    """Put this process, and so everything it starts (nbgrader's kernels, the engine's
-    zygote and children), in a cgroup v1 cpu group weighted ``shares`` (1024 is one busy
-    process of the rest of the machine). Both sides of the comparison then run as on a
-    machine of their own, however busy the shared one is. None where it cannot be made."""
-    base = Path("/sys/fs/cgroup/cpu")
-    group = base / f"autograder-bench-{os.getpid()}"
-    try:
-        group.mkdir()
-        (group / "cpu.shares").write_text(str(shares))
-        (group / "cgroup.procs").write_text(str(os.getpid()))
-    except OSError as error:
-        print(f"no cpu reservation ({error}): the machine's other load weighs on both sides")
-        return None
-    return group
-
-
-def release_cpu(group: Path | None) -> None:
-    if group is not None:
-        (group.parent / "cgroup.procs").write_text(str(os.getpid()))
-        for _ in range(50):  # the last kernels may still be leaving the group
-            try:
-                group.rmdir()
-                return
-            except OSError:
-                time.sleep(0.1)
 
 
 def one_run(folder: Path, jobs: int) -> dict:
