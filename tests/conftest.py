@@ -38,23 +38,25 @@ def sample_batch(tmp_path_factory):
     return grade_sample_batch(tmp_path_factory.mktemp("samples"))
 
 
-#: Test modules slowest first (``--durations=0`` summed per module, a whole run): xdist
-#: hands out whole modules (or groups, below) in this order, each worker taking the next
-#: when it is almost done, so the longest go first and the short ones fill both workers'
-#: ends. (test_hostile, whose cells have 2 s, goes before test_hostile_cpu's hog.)
-_SLOW_FIRST = ("test_samples", "test_nbgrader_parity", "test_visible", "test_bank_q4",
-               "test_bank_q2", "test_bank_q1", "test_bank_q5", "test_nbgrader_exchange",
-               "test_grade", "test_gradescope", "test_hostile", "test_demo",
-               "test_hostile_class", "test_hostile_cpu", "test_nbgrader_commands",
-               "test_checkd", "test_selfcheck_everywhere", "test_bank_q3", "test_build", "test_gradescope_hostile", "test_protection",
-               "test_hostile_decoding", "test_hostile_checks", "test_lms",
-               "test_hostile_edges_batch", "test_browser_pages", "test_engine", "test_layering",
-               "test_memory", "test_parts", "test_selfcheck_cell", "test_report",
-               "test_hostile_decoding_batch", "test_feedback_page", "test_guard",
-               "test_studentuser", "test_outputs_safety", "test_prose", "test_integrity")
+#: Test modules slowest first (``--durations=0`` summed per module and per group, a whole
+#: run): xdist hands out whole modules (or groups, below) in this order, each worker taking
+#: the next when it is almost done, so the longest go first and the short ones fill both
+#: workers' ends. A module not named here goes last: name a slow one at its measured place.
+_SLOW_FIRST = (
+    "test_visible", "test_bank_q1", "test_bank_q4", "test_bank_q2", "test_bank_q5",  # 93 s
+    "test_gradescope_hostile", "test_protection", "test_studentuser",  # 45 s
+    "test_grade", "test_samples", "test_nbgrader_parity", "test_demo",
+    "test_nbgrader_exchange", "test_gradescope", "test_nbgrader_commands",
+    "test_browser_pages", "test_selfcheck_everywhere",
+    "test_hostile_checks", "test_prose", "test_api_names", "test_release_q4",
+    "test_hostile_class", "test_hostile", "test_browser_lab", "test_build", "test_hostile_cpu",
+    "test_engine", "test_checkd", "test_lms", "test_feedback_page", "test_hostile_decoding",
+    "test_bank_q3", "test_parts", "test_selfcheck_cell", "test_hostile_decoding_batch",
+    "test_hostile_edges_batch", "test_memory", "test_report", "test_bypass", "test_layering",
+    "test_guard", "test_outputs_safety", "test_bank_core", "test_integrity")
 
-#: Modules that share a session fixture run on one worker, as one unit: a module -> its
-#: group (every other module is a group of its own).
+#: Modules that share a session fixture, a per-process cache or a lock run on one worker,
+#: as one unit: a module -> its group (every other module is a group of its own).
 _GROUPS = {"test_samples": "samples", "test_nbgrader_parity": "samples",
            # the solutions run in-process (helpers.solution_namespace, once per worker:
            # q2's and q5's demos take seconds)
@@ -62,7 +64,11 @@ _GROUPS = {"test_samples": "samples", "test_nbgrader_parity": "samples",
            "test_api_names": "solutions", "test_release_q4": "solutions",
            # each sample student's visible run (helpers.visible_failures, once per worker)
            "test_visible": "visible", "test_bank_q1": "visible", "test_bank_q2": "visible",
-           "test_bank_q4": "visible", "test_bank_q5": "visible"}
+           "test_bank_q4": "visible", "test_bank_q5": "visible",
+           # one module at a time runs children as student users (gradescope_env.exclusive):
+           # on two workers the second waited for the first, a worker idle for 30 s
+           "test_gradescope_hostile": "student-users", "test_protection": "student-users",
+           "test_studentuser": "student-users"}
 
 
 @pytest.hookimpl(tryfirst=True)
