@@ -1,9 +1,9 @@
 """Numbers in q3_permutation's prose: given as they are, or computed here.
 
 The hand example's own numbers (0.670, 0.330, 1.340, 0.660, 0.707, 2.028, 3.028) come
-from the lecture and are allowed by tests/test_prose.py; the causal-mask outputs the prose
-quotes after its cell are asserted in tests/test_bank_q3.py
-(test_the_causal_numbers_the_notebook_prints_after_its_cell).
+from the lecture and are allowed by tests/test_prose.py; the hand step's new output (with
+W_v_hand) is computed here; the causal-mask outputs the prose quotes after its cell are
+asserted in tests/test_bank_q3.py (test_the_causal_numbers_the_notebook_prints_after_its_cell).
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import nbformat
 import numpy as np
 from lecture import ROOT, core_solution_lines
 
-from autograder.bank import q3
+from autograder.bank import q3, q3_hand
 from autograder.bank.lib import reference as ref
 
 GIVEN: set[str] = {
-    "32",     # the core's estimated minutes (an estimate, stated in the intro's metadata too)
+    "30",     # the core's estimated minutes (an estimate, stated in the intro's metadata too)
     "15",     # an extension's estimated minutes
     "10000",  # lecture 8's base of the sinusoidal encoding
 }
@@ -30,6 +30,11 @@ def _bites_weight_on_man() -> str:
     return f"{weights[1, 0] + weights[1, 2]:.3f}"
 
 
+def _hand_output(i: int) -> str:
+    """The model answer's [2.340, 3.340]: the new position 1's output with W_v_hand."""
+    return f"{q3_hand.EXACT_OUTPUT[i]:.3f}"
+
+
 def _core_lines() -> str:
     """“约 25 行”: the code lines of the core's solution regions, rounded to 5 (25 is also
     two extensions' estimated minutes)."""
@@ -39,5 +44,7 @@ def _core_lines() -> str:
 
 FIGURES: dict[str, Callable[[], str]] = {
     "0.497": _bites_weight_on_man,
+    "2.340": lambda: _hand_output(0),
+    "3.340": lambda: _hand_output(1),
     "25": _core_lines,
 }

@@ -42,8 +42,10 @@ ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
         "md_written_chain": ("每一项都接近 0",),
     },
     "q3_permutation": {
-        "test_hand_scores": ("(X_new @ W_q)[0] @ (X_new @ W_k).T",),
-        "test_hand_output": ("hand_weights @ (X_new @ W_v)",),
+        # the one hand step: the new position 1's output with W_v_hand (its weights are the
+        # lecture's, in the new order: quoting them in that order gives hand_weights away)
+        "test_hand_output": ("2.340", "3.340", "2.3395", "3.3395", "[2.34, 3.34]", "[0.670, 0.330]",
+                             "hand_weights @ (X_new @ W_v_hand)", "X_new @ W_v_hand"),
         "test_hand_swap": ("swapped_outputs[::-1]", "只是换了标签"),
         "test_multiset": ("0.497", "出现了几次", "的输出变了", "把多重集合当成了集合"),
     },

@@ -1,10 +1,11 @@
 """Checks for q3_permutation: without positions, self-attention is a 集合操作.
 
-The core: the swapped hand example step by step (:mod:`.q3_hand`), the student's own
-``self_attention`` (values on non-saturated scores, and a separate large-score case),
-the swap confirmed with it, 人咬人 (the input is a *multiset*: order is lost,
-multiplicity is not), and ``is_permutation_equivariant`` graded on probe functions drawn
-for each student (:mod:`.q3_probes`). The extensions are in :mod:`.q3_ext`.
+The core: the swapped hand example's new position 1, by hand (:mod:`.q3_hand`), the
+student's own ``self_attention`` (values on non-saturated scores, and a separate
+large-score case), the swap and the hand weights confirmed with it, 人咬人 (the input
+is a *multiset*: order is lost, multiplicity is not), and ``is_permutation_equivariant``
+graded on probe functions drawn for each student (:mod:`.q3_probes`). The extensions are
+in :mod:`.q3_ext`.
 
 Every function named ``…self_attention`` returns ``(output, weights)``, as in q1.
 """
@@ -184,10 +185,12 @@ def self_attention_stable(ctx: Context, *, self_attention) -> None:
 # ------------------------------------------------------------------ confirming the swap
 
 
-@check("q3.hand_swap", "用代码确认：交换后的两个输出", context=("self_attention",))
-def hand_swap(ctx: Context, *, swapped_outputs, swap_matches, self_attention) -> None:
+@check("q3.hand_swap", "用代码确认：交换后的两个输出与手算的权重", context=("self_attention",))
+def hand_swap(ctx: Context, *, swapped_outputs, swap_matches, self_attention, hand_weights) -> None:
     """``swapped_outputs`` are the outputs for [x₂, x₁]: the reference's, or those of the
-    student's own ``self_attention`` (a wrong attention is ``test_self_attention``'s)."""
+    student's own ``self_attention`` (a wrong attention is ``test_self_attention``'s); the
+    hand step's ``hand_weights`` must be the new position 1's weights (the slips that the
+    hand step carries forward are lost here)."""
     arr = as_array(swapped_outputs, "swapped_outputs")
     if arr.shape == (2, 2, 2):
         fail("swapped_outputs 是 self_attention 返回的整个二元组 (output, weights)：只取第一项 output。")
@@ -206,6 +209,7 @@ def hand_swap(ctx: Context, *, swapped_outputs, swap_matches, self_attention) ->
     if not as_bool(swap_matches, "swap_matches"):
         fail("swap_matches 是 False。请再逐行比较一次 swapped_outputs 与交换前的 original_outputs："
              "新的第 0 行对原来的第 1 行，新的第 1 行对原来的第 0 行（容差 2e-3）。")
+    hand.check_hand_weights(hand_weights)
 
 
 def _row_sums_to_one(bites_weight_on_man: object, rbr_weights: object) -> None:

@@ -1,11 +1,21 @@
-"""q3's hand calculation: the lecture's steps for the new position 1 after the swap.
+"""q3's hand calculation: the new position 1 after the swap, one graded step.
 
-After swapping, the input is [x₂, x₁]; the new position 1 is x₂ = [0, 1]. The student
-follows the lecture's six steps for it (打分、缩放、取指数、求和、权重、输出), one value
-each. Each step is graded on its own: it is right if it is the correct value, or if it
-follows correctly from the student's own previous step (error carried forward), so one
-slip costs one step. Messages say what is wrong with the value, never the right value:
-the self-check edition shows them before the notebook is handed in.
+After swapping, the input is [x₂, x₁]; the new position 1 is x₂ = [0, 1]. With the
+lecture's W_v = 2I every number of that calculation is printed in the lecture (the
+example is symmetric: scores [1, 0], 0.707, 2.028, 3.028, 0.670 / 0.330 and the output
+[0.660, 1.340], its position 2), so grading them would grade copying (issue 30). The
+step keeps W_q = W_k = I and the weights, and takes the Values from :data:`W_V_HAND`,
+which the lecture never uses: the new position 1's output is a number no page prints,
+and it is right only if the weights go to the words in their new order and each Value
+travels with its word.
+
+The student writes ``hand_weights`` and ``hand_output`` in one cell; ``q3.hand_output``
+grades ``hand_output``, marked "error carried forward" as in q1: the exact value passes,
+and so does the weighted sum of the swapped Values with the student's *own*
+``hand_weights``, provided those are weights (non-negative, summing to 1). A slip in
+the weights costs the cell that confirms them with code (``q3.hand_swap``), named there
+by :func:`weights_cause`. Messages never state the right value: the self-check edition
+shows them before the notebook is handed in.
 """
 
 from __future__ import annotations
@@ -15,17 +25,20 @@ import numpy as np
 from . import Context, check
 from .lib import misconceptions as mc
 from .lib import reference as ref
-from .lib.compare import CheckFailed, as_array, as_number, fail, fmt
-from .lib.handsteps import chain
+from .lib.compare import as_array, fail, fmt
+from .lib.handsteps import TOL, Diagnosis, cause, chain, judge
 
 X_OLD = ref.HAND_X
 X_NEW = ref.HAND_X[[1, 0]]
 W_V = 2 * np.eye(2)
+#: The hand step's W_v: not the lecture's 2I, whose symmetric Values make every swapped
+#: number one the lecture prints; its rows (the Values of x₁ and x₂) are easy to weigh.
+W_V_HAND = np.array([[1.0, 2.0], [3.0, 4.0]])
 ATOL = ref.LECTURE_ATOL
 
-
-#: The six steps for the new position 1 (query x₂), W_q = W_k = I, W_v = 2I.
-HAND = chain(X_NEW[0] @ X_NEW.T, 2, X_NEW @ W_V)._asdict()
+#: The lecture's steps for the new position 1 (query x₂), W_q = W_k = I, V = X_new·W_v_hand.
+HAND = chain(X_NEW[0] @ X_NEW.T, 2, X_NEW @ W_V_HAND)
+EXACT_WEIGHTS, EXACT_OUTPUT = HAND.weights, HAND.output
 
 KEYS_NOT_SWAPPED = mc.register(
     "q3_keys_not_swapped", "Key 没有跟着交换",
@@ -47,95 +60,70 @@ V_NOT_SWAPPED = mc.register(
     "q3_v_not_swapped", "Value 没有跟着交换",
     "加权求和用的还是原来顺序的 Value [V₁, V₂]。交换之后新位置 j 上是另一个词，它的 Value 也"
     "跟着它走：权重 j 要乘新位置 j 上那个词的 Value。")
+OUTPUT_LECTURE_V = mc.register(
+    "q3_output_lecture_v", "输出还在用讲义的 W_v = 2I",
+    "这一步的 Value 是 V' = X_new·W_v_hand，不是讲义的 2I：先按 W_v_hand 算出交换后两个位置的 "
+    "Value，再用权重加权求和。")
 
 
-def _vector(value: object, what: str, shape: tuple[int, ...]) -> np.ndarray:
-    arr = as_array(value, what)
-    if arr.shape != shape:
-        fail(f"{what} 的形状不对：期望 {shape}，得到 {arr.shape}。")
+def _weights(scores: np.ndarray, d: float = np.sqrt(2)) -> np.ndarray:
+    """The new position 1's weights from a row of scores divided by ``d`` (√d_k)."""
+    e = np.exp(scores / d)
+    return e / e.sum()
+
+
+def _weight_diagnoses() -> list[Diagnosis]:
+    """What each named slip makes of ``hand_weights`` (first match is named)."""
+    scores, exps = HAND.scores, HAND.exps
+    zero = f"{EXP_OF_ZERO.describe()} 或者 {PROPORTIONAL.describe()}"  # both give [1, 0]
+    return [
+        (KEYS_NOT_SWAPPED.describe(), _weights(X_NEW[0] @ X_OLD.T)),
+        (mc.CATALOG["no_scaling"].describe(), _weights(scores, 1.0)),
+        (mc.CATALOG["divide_by_dk"].describe(), _weights(scores, 2.0)),
+        (zero, scores / scores.sum()),
+        (SELF_EXCLUDED.describe(), exps / exps[1]),
+        (SELF_EXCLUDED.describe(), exps / exps[0]),
+    ]
+
+
+#: (the likely cause, the hand_weights that slip gives)
+WEIGHT_DIAGNOSES: list[Diagnosis] = _weight_diagnoses()
+
+
+def weights_cause(weights: np.ndarray) -> str:
+    """The named slip a wrong ``hand_weights`` reproduces ("" when none does)."""
+    return cause(weights, [EXACT_WEIGHTS], WEIGHT_DIAGNOSES)
+
+
+def hand_vector(got: object, what: str) -> np.ndarray:
+    """A hand answer as a finite array of length 2, or a message saying what it is not."""
+    arr = as_array(got, what)
+    if arr.shape != (2,):
+        fail(f"{what} 应是长度 2 的数组，得到的形状是 {arr.shape}。")
     if not np.isfinite(arr).all():
         fail(f"{what} 含有 NaN 或无穷大。")
     return arr
 
 
-def _own(value: object, shape: tuple[int, ...]) -> np.ndarray | None:
-    """The student's previous step, if it is a usable array (else no carried-forward value)."""
-    try:
-        arr = as_number(value, "") if shape == () else as_array(value, "")
-    except CheckFailed:
-        return None
-    arr = np.asarray(arr, dtype=np.float64)
-    return arr if arr.shape == shape and np.isfinite(arr).all() else None
+@check("q3.hand_output", "手算：交换后新位置 1 的 hand_weights 与 hand_output")
+def hand_output(ctx: Context, *, hand_weights, hand_output) -> None:
+    weights = hand_vector(hand_weights, "hand_weights")
+    if (weights < 0).any() or abs(float(weights.sum()) - 1) > TOL:
+        fail(f"hand_weights = {fmt(weights)} 应非负、加起来等于 1（softmax 的输出），"
+             f"它的和是 {float(weights.sum()):.4g}。{weights_cause(weights)}")
+    got = hand_vector(hand_output, "hand_output")
+    judge(got, "hand_output", exact=EXACT_OUTPUT, carried=weights @ (X_NEW @ W_V_HAND),
+          source="hand_weights",
+          diagnoses=[(V_NOT_SWAPPED.describe(), weights @ (X_OLD @ W_V_HAND)),
+                     (OUTPUT_LECTURE_V.describe(), weights @ (X_NEW @ W_V)),
+                     (mc.CATALOG["weights_instead_of_output"].describe(), weights)])
 
 
-def _step(arr: np.ndarray, what: str, accepted: list[np.ndarray], how: str,
-          wrong: list[tuple[mc.Misconception, list[np.ndarray]]]) -> None:
-    """Pass if ``arr`` is one of ``accepted``; else say how the step is done and name the
-    misconception whose values it matches."""
-    if any(np.allclose(arr, a, rtol=0, atol=ATOL) for a in accepted):
-        return
-    causes = [m.describe() for m, values in wrong
-              if any(np.allclose(arr, v, rtol=0, atol=ATOL) for v in values)]
-    cause = f"\n可能的原因：{causes[0]}" if causes else ""
-    fail(f"{what} = {fmt(arr)} 不对：{how}（按讲义保留 3 位小数即可，容差 {ATOL:g}）。{cause}")
-
-
-@check("q3.hand_scores", "手算第 1 步：新位置 1 的打分")
-def hand_scores(ctx: Context, *, hand_scores) -> None:
-    arr = _vector(hand_scores, "hand_scores", (2,))
-    _step(arr, "hand_scores", [HAND["scores"]],
-          "应是新位置 1 的 Query 与新位置 1、2 的 Key 的点积 [Q₁'·K₁', Q₁'·K₂']",
-          [(KEYS_NOT_SWAPPED, [X_NEW[0] @ X_OLD.T])])
-
-
-@check("q3.hand_scaled", "手算第 2 步：缩放", context=("hand_scores",))
-def hand_scaled(ctx: Context, *, hand_scaled, hand_scores) -> None:
-    arr = _vector(hand_scaled, "hand_scaled", (2,))
-    own = _own(hand_scores, (2,))
-    mine = [] if own is None else [own]
-    _step(arr, "hand_scaled", [HAND["scaled"], *(m / np.sqrt(2) for m in mine)],
-          "应是每个打分除以 √d_k（d_k = 2）",
-          [(mc.CATALOG["no_scaling"], [HAND["scores"], *mine]),
-           (mc.CATALOG["divide_by_dk"], [HAND["scores"] / 2, *(m / 2 for m in mine)])])
-
-
-@check("q3.hand_exp", "手算第 3 步：取指数", context=("hand_scaled",))
-def hand_exp(ctx: Context, *, hand_exps, hand_scaled) -> None:
-    arr = _vector(hand_exps, "hand_exps", (2,))
-    own = _own(hand_scaled, (2,))
-    mine = [] if own is None else [own]
-    zeroed = [np.where(np.abs(s) < ATOL, 0.0, np.exp(s)) for s in (HAND["scaled"], *mine)]
-    _step(arr, "hand_exps", [HAND["exps"], *(np.exp(m) for m in mine)],
-          "应是对每个缩放后的打分取 e 的指数", [(EXP_OF_ZERO, zeroed)])
-
-
-@check("q3.hand_sum", "手算第 4 步：求和", context=("hand_exps",))
-def hand_sum(ctx: Context, *, hand_total, hand_exps) -> None:
-    value = np.array(as_number(hand_total, "hand_total"))
-    if not np.isfinite(value):
-        fail("hand_total 含有 NaN 或无穷大。")
-    own = _own(hand_exps, (2,))
-    mine = [] if own is None else [own]
-    _step(value, "hand_total", [HAND["total"], *(m.sum() for m in mine)],
-          "应是这一行所有 e 的指数之和（softmax 的分母）",
-          [(SELF_EXCLUDED, [e[1:].sum() for e in (HAND["exps"], *mine)])])
-
-
-@check("q3.hand_weights", "手算第 5 步：权重", context=("hand_exps", "hand_total"))
-def hand_weights(ctx: Context, *, hand_weights, hand_exps, hand_total) -> None:
-    arr = _vector(hand_weights, "hand_weights", (2,))
-    exps, total = _own(hand_exps, (2,)), _own(hand_total, ())
-    mine = [] if exps is None or total is None or total == 0 else [exps / total]
-    _step(arr, "hand_weights", [HAND["weights"], *mine],
-          "应是每个 e 的指数除以它们的总和",
-          [(PROPORTIONAL, [HAND["scores"] / HAND["scores"].sum()])])
-
-
-@check("q3.hand_output", "手算第 6 步：新位置 1 的输出", context=("hand_weights",))
-def hand_output(ctx: Context, *, hand_output, hand_weights) -> None:
-    arr = _vector(hand_output, "hand_output", (2,))
-    own = _own(hand_weights, (2,))
-    mine = [] if own is None else [own]
-    _step(arr, "hand_output", [HAND["output"], *(m @ (X_NEW @ W_V) for m in mine)],
-          "应是用两个权重对交换后两个位置的 Value 加权求和",
-          [(V_NOT_SWAPPED, [w @ (X_OLD @ W_V) for w in (HAND["weights"], *mine)])])
+def check_hand_weights(hand_weights: object) -> None:
+    """``q3.hand_swap``'s part: the code confirms the hand, so ``hand_weights`` must be
+    the new position 1's weights (W_v plays no part in them)."""
+    weights = hand_vector(hand_weights, "手算的 hand_weights")
+    if not np.allclose(weights, EXACT_WEIGHTS, rtol=0, atol=ATOL):
+        fail(f"手算的 hand_weights = {fmt(weights)} 与代码算出的新位置 1 的权重"
+             f"（self_attention(X_new, …) 的权重第 0 行）不一致（容差 {ATOL:g}）：回到第 1 节，"
+             f"从打分起逐步核对。{weights_cause(weights)}")

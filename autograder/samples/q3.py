@@ -31,6 +31,7 @@ from ..bank.q3_ext import (
 from ..bank.q3_hand import (
     EXP_OF_ZERO,
     KEYS_NOT_SWAPPED,
+    OUTPUT_LECTURE_V,
     PROPORTIONAL,
     SELF_EXCLUDED,
     V_NOT_SWAPPED,
@@ -51,13 +52,10 @@ _NAIVE_MASK = (Edit("masked_impl", _MASK_SHIFT, "    scores = scores - scores.ma
                Edit("masked_impl", _MASK_NORM, "    weights = weights / weights.sum(axis=-1, keepdims=True)"))
 
 ALTERNATIVES = [
-    Variant("loops_einsum", "手算时照讲义填 3 位小数；einsum 与显式循环；用最大误差判断等变", edits=(
-        Edit("hand_scaled_impl", "hand_scores / np.sqrt(2)", "np.array([0.707, 0.0])"),
-        Edit("hand_exp_impl", "np.exp(hand_scaled)", "np.array([2.028, 1.0])"),
-        Edit("hand_sum_impl", "float(hand_exps.sum())", "3.028"),
-        Edit("hand_weights_impl", "hand_exps / hand_total", "np.array([0.670, 0.330])"),
-        Edit("hand_output_impl", "hand_weights[0] * np.array([0.0, 2.0]) + hand_weights[1] * np.array([2.0, 0.0])",
-             "np.array([0.670 * 0 + 0.330 * 2, 0.670 * 2 + 0.330 * 0])"),
+    Variant("loops_einsum", "手算时填保留 3 位小数的数；einsum 与显式循环；用最大误差判断等变", edits=(
+        Edit("hand_output_impl", "hand_weights = hand_exps / hand_exps.sum()", "hand_weights = np.array([0.670, 0.330])"),
+        Edit("hand_output_impl", "hand_output = hand_weights @ (X_new @ W_v_hand)",
+             "hand_output = np.array([0.670 * 3 + 0.330 * 1, 0.670 * 4 + 0.330 * 2])"),
         Edit("attention_impl", "    scores = Q @ K.T / np.sqrt(K.shape[-1])",
              "    scores = np.einsum('id,jd->ij', Q, K) / np.sqrt(K.shape[-1])"),
         Edit("perm_impl", "    return np.eye(len(perm))[perm]",
@@ -88,12 +86,12 @@ ALTERNATIVES = [
     )),
     Variant("slices_div_term", "手算用 math；log-sum-exp 的 softmax；div_term 写法的位置编码；"
             "P 由花式索引赋值；因果掩码用有限的大负数", edits=(
-        Edit("hand_scores_impl", "np.array([1.0, 0.0])", "X_new[0] @ X_new.T"),
-        Edit("hand_scaled_impl", "hand_scores / np.sqrt(2)", "hand_scores / math.sqrt(2)"),
-        Edit("hand_exp_impl", "np.exp(hand_scaled)", "np.array([math.exp(s) for s in hand_scaled])"),
-        Edit("hand_sum_impl", "float(hand_exps.sum())", "sum(hand_exps)"),
-        Edit("hand_output_impl", "hand_weights[0] * np.array([0.0, 2.0]) + hand_weights[1] * np.array([2.0, 0.0])",
-             "hand_weights @ (X_new @ W_v)"),
+        Edit("hand_output_impl", "hand_scores = X_new[0] @ X_new.T", "hand_scores = [1.0, 0.0]"),
+        Edit("hand_output_impl", "np.exp(hand_scores / np.sqrt(2))",
+             "[math.exp(s / math.sqrt(2)) for s in hand_scores]"),
+        Edit("hand_output_impl", "hand_exps / hand_exps.sum()", "np.array(hand_exps) / sum(hand_exps)"),
+        Edit("hand_output_impl", "hand_weights @ (X_new @ W_v_hand)",
+             "hand_weights[0] * W_v_hand[1] + hand_weights[1] * W_v_hand[0]  # V1' = x2·W_v_hand"),
         Edit("attention_impl", "    scores = scores - scores.max(axis=-1, keepdims=True)\n"
              "    weights = np.exp(scores)\n    weights = weights / weights.sum(axis=-1, keepdims=True)",
              "    lse = scores.max(axis=-1, keepdims=True)\n"
@@ -134,27 +132,31 @@ _CHECKER = {"test_equivariance_checker"}
 _TOLERANCE = {"test_equivariance_tolerance"}
 
 MISTAKES = [
-    # ---------------------------------------------------------------- hand steps
+    # ---------------------------------------------------------------- the hand step
+    # A slip in the weights is carried forward by test_hand_output (the output follows
+    # from the student's own hand_weights) and lost where the code confirms them.
     _mistake("keys_not_swapped", "手算打分时 Key 仍按原来的顺序排",
-             (Edit("hand_scores_impl", "np.array([1.0, 0.0])", "np.array([0.0, 1.0])"),),
-             {"test_hand_scores"}, KEYS_NOT_SWAPPED, visible=False),
+             (Edit("hand_output_impl", "hand_scores = X_new[0] @ X_new.T", "hand_scores = X_new[0] @ X.T"),),
+             {"test_hand_swap"}, KEYS_NOT_SWAPPED, visible=False),
     _mistake("hand_no_scaling", "手算时忘了除以 √d_k",
-             (Edit("hand_scaled_impl", "hand_scores / np.sqrt(2)", "hand_scores * 1.0"),),
-             {"test_hand_scaled"}, mc.CATALOG["no_scaling"], visible=False),
+             (Edit("hand_output_impl", "np.exp(hand_scores / np.sqrt(2))", "np.exp(hand_scores)"),),
+             {"test_hand_swap"}, mc.CATALOG["no_scaling"], visible=False),
     _mistake("hand_exp_of_zero", "手算时以为 e⁰ = 0",
-             (Edit("hand_exp_impl", "np.exp(hand_scaled)",
-                   "np.where(hand_scaled == 0, 0.0, np.exp(hand_scaled))"),),
-             {"test_hand_exp"}, EXP_OF_ZERO, visible=False),
+             (Edit("hand_output_impl", "np.exp(hand_scores / np.sqrt(2))",
+                   "np.where(hand_scores == 0, 0.0, np.exp(hand_scores / np.sqrt(2)))"),),
+             {"test_hand_swap"}, EXP_OF_ZERO, visible=False),
     _mistake("hand_self_excluded", "softmax 的分母漏掉了这个词自己",
-             (Edit("hand_sum_impl", "float(hand_exps.sum())", "float(hand_exps[1])"),),
-             {"test_hand_sum"}, SELF_EXCLUDED, visible=False),
+             (Edit("hand_output_impl", "hand_exps / hand_exps.sum()", "hand_exps / hand_exps[1]"),),
+             {"test_hand_output", "test_hand_swap"}, SELF_EXCLUDED),
     _mistake("hand_weights_proportional", "权重按打分的比例分配，没有经过 exp",
-             (Edit("hand_weights_impl", "hand_exps / hand_total", "hand_scaled / hand_scaled.sum()"),),
-             {"test_hand_weights"}, PROPORTIONAL, visible=False),
+             (Edit("hand_output_impl", "hand_exps / hand_exps.sum()", "hand_scores / hand_scores.sum()"),),
+             {"test_hand_swap"}, PROPORTIONAL, visible=False),
     _mistake("hand_v_not_swapped", "加权求和时 Value 仍按原来的顺序",
-             (Edit("hand_output_impl", "hand_weights[0] * np.array([0.0, 2.0]) + hand_weights[1] * np.array([2.0, 0.0])",
-                   "hand_weights[0] * np.array([2.0, 0.0]) + hand_weights[1] * np.array([0.0, 2.0])"),),
+             (Edit("hand_output_impl", "hand_weights @ (X_new @ W_v_hand)", "hand_weights @ (X @ W_v_hand)"),),
              {"test_hand_output"}, V_NOT_SWAPPED, visible=False),
+    _mistake("hand_lecture_v", "输出照抄讲义 W_v = 2I 时原来位置 2 的输出",
+             (Edit("hand_output_impl", "hand_weights @ (X_new @ W_v_hand)", "np.array([0.660, 1.340])"),),
+             {"test_hand_output"}, OUTPUT_LECTURE_V, visible=False),
     # ---------------------------------------------------------------- the context task
     _mistake("output_changed_asserted", "不算，直接写结论：output_changed 总返回 True（swap_matches 跟着错）",
              (Edit("hand_swap_impl", "    out_a, _ = self_attention(X_a, W_q, W_k, W_v)\n"

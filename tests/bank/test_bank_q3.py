@@ -20,12 +20,13 @@ import pytest
 import seeds
 import sympy as sp
 from helpers import hidden_calls, solution_namespace
-from lecture import ROOT
+from lecture import ROOT, lecture_numbers
 from release_contract import core, solution_lines
 
 from autograder.authoring import cells as nbs
 from autograder.authoring.parts import part_of
 from autograder.bank import Context, checks_for, q3, q3_ext, q3_hand, q3_probes, q3_symbolic, runner
+from autograder.bank.lib import misconceptions as mc
 from autograder.bank.lib import reference as ref
 from autograder.bank.lib.compare import CheckFailed, fmt
 from autograder.bank.runner import run_check
@@ -424,55 +425,83 @@ def test_the_attention_step_is_the_lecture_attention_or_its_causal_mask():
 # ------------------------------------------------------------------ messages and details
 
 
-@pytest.mark.parametrize("cell, values", [
-    ("test_hand_scores", {"hand_scores": [0.0, 1.0]}),
-    ("test_hand_scaled", {"hand_scaled": [1.0, 0.0], "hand_scores": [1.0, 0.0]}),
-    ("test_hand_exp", {"hand_exps": [2.028, 0.0], "hand_scaled": [0.707, 0.0]}),
-    ("test_hand_sum", {"hand_total": 1.0, "hand_exps": [2.028, 1.0]}),
-    ("test_hand_weights", {"hand_weights": [1.0, 0.0], "hand_exps": [2.028, 1.0], "hand_total": 3.028}),
-    ("test_hand_output", {"hand_output": [1.34, 0.66], "hand_weights": [0.670, 0.330]}),
-])
-def test_a_hand_step_message_names_the_mistake_and_never_the_right_value(cell, values):
+_W = q3_hand.EXACT_WEIGHTS
+_EXPS = q3_hand.HAND.exps
+
+
+@pytest.mark.parametrize("name, values, labels", [
+    ("q3.hand_output", {"hand_weights": [0.670, 0.330], "hand_output": [0.660, 1.340]},
+     [q3_hand.OUTPUT_LECTURE_V]),
+    ("q3.hand_output", {"hand_weights": [0.670, 0.330], "hand_output": [1.660, 2.660]},
+     [q3_hand.V_NOT_SWAPPED]),
+    ("q3.hand_output", {"hand_weights": _EXPS / _EXPS[1], "hand_output": _EXPS / _EXPS[1] @ [[3, 4], [1, 2]]},
+     [q3_hand.SELF_EXCLUDED]),
+    ("q3.hand_swap", {"hand_weights": [0.330, 0.670]}, [q3_hand.KEYS_NOT_SWAPPED]),
+    ("q3.hand_swap", {"hand_weights": [1.0, 0.0]}, [q3_hand.EXP_OF_ZERO, q3_hand.PROPORTIONAL]),
+    ("q3.hand_swap", {"hand_weights": [0.731, 0.269]}, [mc.CATALOG["no_scaling"]]),
+    ("q3.hand_swap", {"hand_weights": [0.622, 0.378]}, [mc.CATALOG["divide_by_dk"]]),
+], ids=["lecture_v", "v_not_swapped", "self_excluded", "keys_not_swapped", "exp_of_zero", "no_scaling",
+        "divide_by_dk"])
+def test_a_hand_message_names_the_mistake_and_never_the_right_value(name, values, labels):
     """The self-check edition shows these messages before the notebook is handed in."""
-    message = _verdict_of(CALLS[cell][0], **values)
-    step = {"test_hand_exp": "exps", "test_hand_sum": "total"}.get(cell, cell.removeprefix("test_hand_"))
-    own = fmt(np.asarray(next(iter(values.values())), dtype=float))
-    rest = message.replace(own, "")
-    for value in np.atleast_1d(q3_hand.HAND[step]):
+    if name == "q3.hand_swap":
+        ns = _ns()
+        values = {"swapped_outputs": ns.swapped_outputs, "swap_matches": True,
+                  "self_attention": ns.self_attention, **values}
+    message = _verdict_of(name, **values)
+    rest = message
+    for own in ("hand_weights", "hand_output"):
+        if own in values:
+            rest = rest.replace(fmt(np.asarray(values[own], dtype=float)), "")
+    for value in (*_W, *q3_hand.EXACT_OUTPUT):
         for digits in (2, 3, 4):
-            if round(float(value), digits) not in (0.0, 1.0, 2.0):
-                assert f"{value:.{digits}f}" not in rest, message
-    assert "期望" not in message and "可能的原因：【" in message
+            assert f"{value:.{digits}f}" not in rest, message
+    assert "期望" not in message and all(m.label in message for m in labels), message
 
 
 def _verdict_of(name: str, **values) -> str:
     with pytest.raises(CheckFailed) as info:
-        run_check(name, **{k: np.asarray(v) for k, v in values.items()})
+        run_check(name, **{k: v if callable(v) or isinstance(v, bool) else np.asarray(v)
+                           for k, v in values.items()})
     return str(info.value)
 
 
-def test_a_slip_in_one_hand_step_is_carried_forward():
-    scores = np.array([0.0, 1.0])  # keys in the old order
-    scaled = scores / np.sqrt(2)
-    exps = np.exp(scaled)
-    total, weights = exps.sum(), np.exp(scaled) / exps.sum()
-    run_check("q3.hand_scaled", hand_scaled=scaled, hand_scores=scores)
-    run_check("q3.hand_exp", hand_exps=exps, hand_scaled=scaled)
-    run_check("q3.hand_sum", hand_total=total, hand_exps=exps)
-    run_check("q3.hand_weights", hand_weights=weights, hand_exps=exps, hand_total=total)
-    run_check("q3.hand_output", hand_output=weights @ (ref.HAND_X @ (2 * np.eye(2))), hand_weights=weights)
-    with pytest.raises(CheckFailed):
-        run_check("q3.hand_exp", hand_exps=exps, hand_scaled=np.array([0.5, 0.0]))
+def test_a_slip_in_the_weights_is_carried_forward_and_lost_where_the_code_confirms_them():
+    """Keys in the old order: the output that follows from those weights passes the hand
+    step, the weights lose test_hand_swap; weights that are not weights pass nothing."""
+    ns, swapped = _ns(), q3_hand.X_NEW @ q3_hand.W_V_HAND
+    weights = _W[::-1]
+    run_check("q3.hand_output", hand_weights=weights, hand_output=weights @ swapped)
+    with pytest.raises(CheckFailed, match=q3_hand.KEYS_NOT_SWAPPED.label):
+        run_check("q3.hand_swap", swapped_outputs=ns.swapped_outputs, swap_matches=True,
+                  self_attention=ns.self_attention, hand_weights=weights)
+    run_check("q3.hand_swap", swapped_outputs=ns.swapped_outputs, swap_matches=True,
+              self_attention=ns.self_attention, hand_weights=np.round(_W, 3))
+    for not_weights in (1.5 * _W, _W - 0.01, np.array([1.2, -0.2])):
+        with pytest.raises(CheckFailed, match="非负、加起来等于 1"):
+            run_check("q3.hand_output", hand_weights=not_weights, hand_output=q3_hand.EXACT_OUTPUT)
+    for wrong in ([2.34, 3.35], [3.0, 4.0], q3_hand.EXACT_OUTPUT[::-1], [2.34, 3.34, 0.0], [np.nan, 3.34]):
+        with pytest.raises(CheckFailed):
+            run_check("q3.hand_output", hand_weights=_W, hand_output=np.asarray(wrong))
+    run_check("q3.hand_output", hand_weights=np.round(_W, 3), hand_output=np.round(q3_hand.EXACT_OUTPUT, 3))
+
+
+def test_the_hand_step_answer_is_no_number_the_lecture_prints():
+    """Issue 30: with W_v = 2I every swapped number is the lecture's; the new output is not."""
+    printed = lecture_numbers()
+    assert not {f"{v:.3f}" for v in q3_hand.EXACT_OUTPUT} & printed
+    assert f"{q3_hand.EXACT_OUTPUT[0]:.3f}" == "2.340" and f"{q3_hand.EXACT_OUTPUT[1]:.3f}" == "3.340"
 
 
 def test_hand_swap_names_the_unswapped_outputs_and_the_whole_pair():
     solution = _ns().self_attention
     with pytest.raises(CheckFailed, match=q3.FORGOT_SWAP.label):
         run_check("q3.hand_swap", swapped_outputs=ref.hand_example()[0], swap_matches=True,
-                  self_attention=solution)
+                  self_attention=solution, hand_weights=_W)
     pair = np.stack(ref.self_attention(q3_hand.X_NEW, np.eye(2), np.eye(2), 2 * np.eye(2)))
     with pytest.raises(CheckFailed, match="二元组"):
-        run_check("q3.hand_swap", swapped_outputs=pair, swap_matches=True, self_attention=solution)
+        run_check("q3.hand_swap", swapped_outputs=pair, swap_matches=True, self_attention=solution,
+                  hand_weights=_W)
 
 
 def test_multiset_names_the_set_reading():
