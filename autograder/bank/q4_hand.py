@@ -49,7 +49,7 @@ PHANTOM_EXP = mc.register(
     "总和里多了一项 1：那是讲义里 x₂ 的打分 0 取 exp 得到的 e⁰。序列里只剩 x₁ 时，"
     "这一行的 exp 一共有几项？")
 OUTPUT_IS_X = mc.register(
-    "output_is_x", "忘了乘 W_v（输出 = x）",
+    "output_is_x", "把 x 当成了 V",
     "输出等于输入 x 本身（或它的倍数）：加权求和的对象是 Value，不是 x。"
     "V = x·W_v 这一步不能省。")
 

@@ -389,7 +389,7 @@ def test_qk_invariance_names_an_output_that_follows_the_score():
 
 @pytest.mark.parametrize("wrong, label", [
     (lambda W_q, W_k, W_v: np.asarray(W_v).T, "等价线性映射被转置"),
-    (lambda W_q, W_k, W_v: np.eye(len(W_v)), "忘了乘 W_v"),
+    (lambda W_q, W_k, W_v: np.eye(len(W_v)), CATALOG["output_is_x"].label),
     (lambda W_q, W_k, W_v: np.asarray(W_q), "把 Q 当成了 V"),
 ])
 def test_linear_map_mistakes_are_named(wrong, label):
@@ -407,3 +407,11 @@ def test_no_misconception_text_states_the_core_answer():
     for entry in mine:
         text = entry.describe()
         assert not any(w in text for w in ("恒为 1", "输出 = x·W_v", "输出恒为", "就是 W_v", "x₁·W_v", "σ(Δs)")), text
+
+
+def test_the_visible_transposed_label_needs_the_transposed_shape():
+    """A visible 【label】 only when its variant reproduces the value: M = I (output = x)
+    has the wrong shape too but is not named transposed; before this test the one shape
+    assert named 【等价线性映射被转置】 for any wrong shape."""
+    assert q4.MAP_TRANSPOSED.label not in visible_failures(A, _mistake("output_is_x")).get("test_linear_map", "")
+    assert q4.MAP_TRANSPOSED.label in visible_failures(A, _mistake("linear_map_transposed"))["test_linear_map"]
