@@ -50,11 +50,16 @@ ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
         "test_multiset": ("0.497", "出现了几次", "的输出变了", "把多重集合当成了集合"),
     },
     "q4_single_token": {
+        # the one hand weight: softmax of one score is 1 whatever the score
+        "test_hand_weights": ("权重恒为 1", "权重都是 1", "e^{s}/e^{s}"),
         "test_hand_output": ("[2.0, 0.0]", "[2, 0]"),
         "test_attention_output": ("w @ (x @ W_v)", "输出 = xW_v", "输出 = x·W_v"),
         "test_qk_invariance": ("用到了 d_k 维的量",),
         # a message naming the missing W_v as the mistake gives 'output = x·W_v' away
         "test_linear_map": ("M = W_v", "return W_v", "忘了乘 W_v", "（输出 = x）"),
+        # 拓展 A's residual subtracts the core's answer: naming it gives output = x·W_v away
+        "test_residual_symbolic": ("再减去 $xW_v$", "输出 − x·W_v", "x_sym - x_sym * W_v_sym",
+                                   "忘了乘 W_v"),
         "test_two_token_symbolic": ("\\sigma(\\Delta s)", "1/(1 + e^{-\\Delta s})"),
         # 拓展 C's written answer: a decoding step degenerates only when the cache holds one token
         "md_written_decode": ("以为一步解码也退化成只看自己",),

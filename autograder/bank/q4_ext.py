@@ -42,7 +42,7 @@ TWO_TOKEN_OVERFLOW = mc.register(
     "直接取 e^{Δs}：Δs = 1000 时 e^{Δs} 溢出成 inf，inf/inf 得到 NaN。像讲义的 softmax "
     "那样先减去最大值（对 [Δs, 0]），或按 Δs 的正负分别写成只对非正数取 exp 的形式。")
 DECODE_DEGENERATE = mc.register(
-    "decode_degenerate", "以为一步解码也退化成只看自己",
+    "decode_degenerate", "只用了新 token 自己的 Value",
     "你的输出恰是新 token 自己的 Value。新 token 的 Query 要和缓存里全部 t 个 Key 打分"
     "（讲义：每个词都和句子里每一个词，包括它自己，做匹配）：这一行有几个打分？")
 CAUSAL_NO_MASK = mc.register(

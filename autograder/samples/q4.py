@@ -20,7 +20,7 @@ from ..bank.q4_ext import (
     DELTA_SIGN,
     TWO_TOKEN_OVERFLOW,
 )
-from ..bank.q4_hand import DK_IS_N, EXP_OF_UNSCALED, OUTPUT_IS_X, PHANTOM_EXP, PHANTOM_TOKEN
+from ..bank.q4_hand import OUTPUT_IS_X, PHANTOM_EXP, PHANTOM_TOKEN
 from .variants import Edit, Variant
 
 _SOFTMAX = ("    shifted = scores - np.max(scores, axis=-1, keepdims=True)\n"
@@ -31,16 +31,16 @@ _STABLE_SIGMOID = ("    e = np.exp(-np.abs(d))  # 指数只取非正值：Δs = 
 _CACHE = "        K_cache, V_cache = K[: i + 1], V[: i + 1]  # 位置 1..i+1，包括它自己"
 _DECODE_SUM = "    weights = weights / np.sum(weights, axis=-1, keepdims=True)  # t 个权重，和为 1"
 _TWO_TOKEN_SYMBOLIC = "two_token_weight_symbolic = sp.simplify(w1_sym.subs(s1, s2 + delta))"
-_SCALED = "scaled_1 = scores_1 / np.sqrt(2)   # d_k = K.shape[-1] = 2"
+_SCORES = "scores_1 = np.array([x1 @ x1])            # 只有一个 Key：score(1,1) = Q₁·K₁（W_q = W_k = I）"
+_EXPS = "exps_1 = np.exp(scores_1 / np.sqrt(2))    # 缩放（d_k = K.shape[-1] = 2）后取 exp"
 _OUTPUT = "output_1 = weights_1[0] * (x1 @ (2 * I))   # V₁ = x₁·W_v"
 _HAND = "hand_impl"  # the cell where the code confirms the hand calculation
 
 #: The hand steps written as numbers to the lecture's 3 decimals, as on paper.
 _ROUNDED_HAND = (
-    Edit("hand_scores_impl", "scores_1 = np.array([1 * 1 + 0 * 0], dtype=float)", "scores_1 = np.array([1.0])"),
-    Edit("hand_scaled_impl", _SCALED, "scaled_1 = np.array([0.707])"),
-    Edit("hand_exp_impl", "exps_1 = np.exp(scaled_1)", "exps_1 = np.array([2.028])"),
-    Edit("hand_sum_impl", "total_1 = np.sum(exps_1)", "total_1 = 2.028"),
+    Edit("hand_weights_impl", _SCORES, "scores_1 = np.array([1.0])"),
+    Edit("hand_weights_impl", _EXPS, "exps_1 = [2.028]"),
+    Edit("hand_weights_impl", "total_1 = np.sum(exps_1)", "total_1 = 2.028"),
     Edit("hand_weights_impl", "weights_1 = exps_1 / total_1", "weights_1 = [1.0]"),
     Edit("hand_output_impl", _OUTPUT, "output_1 = [2.0, 0.0]"),
 )
@@ -69,7 +69,7 @@ ALTERNATIVES = [
     )),
     Variant("float32_logsumexp", "全部用 float32 计算，softmax 用 log-sum-exp 写法；手算时先减去最大值的"
             "写法留给代码，exp 按讲义直接取", edits=(
-        Edit("hand_sum_impl", "total_1 = np.sum(exps_1)", "total_1 = exps_1[0]"),
+        Edit("hand_weights_impl", "total_1 = np.sum(exps_1)", "total_1 = exps_1[0]"),
         Edit("weights_impl", "    x = np.atleast_2d(np.asarray(x, dtype=float))\n"
              "    q, k = x @ np.asarray(W_q, dtype=float), x @ np.asarray(W_k, dtype=float)",
              "    x = np.atleast_2d(np.asarray(x, dtype=np.float32))\n"
@@ -132,29 +132,26 @@ _CORE_FIRST = [
             edits=(Edit("weights_impl", _SOFTMAX, _SOFTMAX.replace("axis=-1", "axis=0")),),
             loses=frozenset({"test_weights", "test_attention_output"}),
             feedback=(mc.CATALOG["softmax_query_axis"].label,)),
-    Variant("hand_no_scaling", "手算时打分忘了除以 √d_k",
-            edits=(Edit("hand_scaled_impl", _SCALED, "scaled_1 = scores_1"),),
-            loses=frozenset({"test_hand_scaled"}),
-            feedback=(mc.CATALOG["no_scaling"].label,)),
+    # dividing by √n instead of √d_k: at n = 1 it is no scaling, which the hand weight cannot
+    # see (softmax of one score is 1 whatever the score); the 2-3 token probe of the code does
+    Variant("code_dk_is_n", "代码里缩放除以 √n（token 个数）而不是 √d_k（n = 1 时看不出来）",
+            edits=(Edit("weights_impl", "    scores = q @ k.T / np.sqrt(k.shape[-1])",
+                        "    scores = q @ k.T / np.sqrt(x.shape[0])"),),
+            loses=frozenset({"test_weights", "test_attention_output"}),
+            feedback=(mc.CATALOG["dk_is_n"].label,), visible=False),
+    # ---------------------------------------------------------------- the hand steps
+    # (the lecture's score, scaled score and exp are not graded: a slip there, such as no
+    # scaling or exp of the unscaled score, still gives the one weight, the lesson itself)
     Variant("hand_phantom_token", "手算时还留着 x₂：照讲义两个 token 的一行重算了一遍",
-            edits=(Edit("hand_scores_impl", "scores_1 = np.array([1 * 1 + 0 * 0], dtype=float)",
+            edits=(Edit("hand_weights_impl", _SCORES,
                         "scores_1 = np.array([1.0, 0.0])   # score(1,1)、score(1,2)"),
                    Edit("hand_output_impl", _OUTPUT,
                         "output_1 = weights_1 @ (np.eye(2) @ (2 * I))   # x₁、x₂ 的 V")),
-            loses=frozenset({"test_hand_scores", "test_hand_scaled", "test_hand_exp", "test_hand_sum",
-                             "test_hand_weights", "test_hand_output", "test_hand_example"}),
+            loses=frozenset({"test_hand_weights", "test_hand_output", "test_hand_example"}),
             feedback=(PHANTOM_TOKEN.label,)),
-    Variant("hand_dk_is_n", "手算缩放时除以 √n（n = 1 个 token），而不是 √d_k",
-            edits=(Edit("hand_scaled_impl", _SCALED, "scaled_1 = scores_1 / np.sqrt(len(scores_1))"),),
-            loses=frozenset({"test_hand_scaled"}),
-            feedback=(DK_IS_N.label,)),
-    Variant("hand_exp_unscaled", "手算取指数时用了缩放前的打分",
-            edits=(Edit("hand_exp_impl", "exps_1 = np.exp(scaled_1)", "exps_1 = np.exp(scores_1)"),),
-            loses=frozenset({"test_hand_exp"}),
-            feedback=(EXP_OF_UNSCALED.label,)),
     Variant("hand_phantom_exp", "手算总和时多加了 x₂ 的 e⁰ = 1（讲义的 3.028）",
-            edits=(Edit("hand_sum_impl", "total_1 = np.sum(exps_1)", "total_1 = np.sum(exps_1) + np.exp(0.0)"),),
-            loses=frozenset({"test_hand_sum", "test_hand_example"}),
+            edits=(Edit("hand_weights_impl", "total_1 = np.sum(exps_1)", "total_1 = np.sum(exps_1) + np.exp(0.0)"),),
+            loses=frozenset({"test_hand_weights", "test_hand_example"}),
             feedback=(PHANTOM_EXP.label,)),
     Variant("hand_unnormalised", "手算权重时没有除以总和",
             edits=(Edit("hand_weights_impl", "weights_1 = exps_1 / total_1", "weights_1 = exps_1"),),
@@ -192,7 +189,7 @@ _EXTENSIONS = [
     Variant("residual_uses_x", "符号输出用 x 本身加权，残差成了 x − x·W_v",
             edits=(Edit("symbolic_impl", "output_sym = weight_sym * v_sym", "output_sym = weight_sym * x_sym"),),
             loses=frozenset({"test_residual_symbolic"}),
-            feedback=(OUTPUT_IS_X.label,)),
+            feedback=(OUTPUT_IS_X.label,), visible=False),
     Variant("delta_sign_flipped", "Δs 的方向弄反：算成了 token 2 的权重 σ(−Δs)",
             edits=(Edit("two_token_impl", "    return np.where(d >= 0, 1 / (1 + e), e / (1 + e))",
                         "    return np.where(d >= 0, e / (1 + e), 1 / (1 + e))"),

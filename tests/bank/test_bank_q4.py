@@ -104,7 +104,7 @@ def test_mistake_as_nbgrader_runs_it(variant):
 def test_every_named_misconception_has_a_mistake():
     labels = {label for v in samples_q4.MISTAKES for label in v.feedback}
     assert labels == {CATALOG[k].label for k in (
-        "no_scaling", "q4_phantom_token", "q4_dk_is_n", "q4_exp_of_unscaled", "q4_phantom_exp",
+        "no_scaling", "q4_phantom_token", "dk_is_n", "q4_phantom_exp",
         "exp_without_normalising", "output_is_x", "q_as_v", "raw_scores", "naive_softmax_overflow",
         "linear_map_transposed", "two_token_delta_sign", "two_token_overflow", "decode_degenerate",
         "softmax_query_axis", "causal_no_mask", "cache_without_self")}
@@ -229,11 +229,9 @@ def test_student_exception_is_reported_in_chinese():
 # ------------------------------------------------------------------ the hand steps
 
 
-HAND = {"scores_1": np.array([1.0]), "scaled_1": np.array([1 / np.sqrt(2)]),
-        "exps_1": np.array([np.exp(1 / np.sqrt(2))]), "total_1": np.exp(1 / np.sqrt(2)),
+HAND = {"exps_1": np.array([np.exp(1 / np.sqrt(2))]), "total_1": np.exp(1 / np.sqrt(2)),
         "weights_1": np.array([1.0]), "output_1": np.array([2.0, 0.0])}
-STEP_OF = {"scores_1": "q4.hand_scores", "scaled_1": "q4.hand_scaled", "exps_1": "q4.hand_exp",
-           "total_1": "q4.hand_sum", "weights_1": "q4.hand_weights", "output_1": "q4.hand_output"}
+STEP_OF = {"weights_1": "q4.hand_weights", "output_1": "q4.hand_output"}
 
 
 def _hand(name: str, **changed):
@@ -241,33 +239,27 @@ def _hand(name: str, **changed):
     return {k: changed.get(k, HAND[k]) for k in keywords}
 
 
+def test_the_hand_steps_are_the_two_new_ones():
+    """The lecture's own score, scaled score, exp and total (1, 0.707, 2.028) earn no
+    point of their own (issue 30): the weight and the output are the graded hand steps."""
+    hand = {name for name, _ in CALLS.values() if name.startswith("q4.hand_")}
+    assert hand == {*STEP_OF.values(), "q4.hand_example"}
+
+
 def test_the_exact_and_the_rounded_hand_values_pass():
-    rounded = {"scores_1": [1.0], "scaled_1": [0.707], "exps_1": [2.028], "total_1": 2.028,
-               "weights_1": [1.0], "output_1": [2.0, 0.0]}
+    rounded = {"exps_1": [2.028], "total_1": 2.028, "weights_1": [1.0], "output_1": [2.0, 0.0]}
     for name in STEP_OF.values():
         run_check(name, **_hand(name))
         run_check(name, **_hand(name, **rounded))
 
 
 @pytest.mark.parametrize("key, value, words", [
-    ("scores_1", np.array([1.0, 0.0]), q4_hand.PHANTOM_TOKEN.label),
-    ("scores_1", np.array([1 / np.sqrt(2)]), "缩放之后"),
-    ("scores_1", np.array([2.0]), "Value"),
-    ("scores_1", 1.0, "一维数组"),
-    ("scaled_1", np.array([1.0]), CATALOG["no_scaling"].label),
-    ("scaled_1", np.array([1.0]), q4_hand.DK_IS_N.label),
-    ("scaled_1", np.array([0.5]), CATALOG["divide_by_dk"].label),
-    ("scaled_1", np.array([1 / np.sqrt(2), 0.0]), q4_hand.PHANTOM_TOKEN.label),
-    ("exps_1", np.array([np.e]), q4_hand.EXP_OF_UNSCALED.label),
-    ("exps_1", np.array([1.0]), "减去最大值"),
-    ("exps_1", np.array([-1.0]), "正数"),
-    ("exps_1", np.array([2.028, 1.0]), q4_hand.PHANTOM_TOKEN.label),
-    ("total_1", np.exp(1 / np.sqrt(2)) + 1, q4_hand.PHANTOM_EXP.label),
-    ("total_1", np.array([2.028]), "一个数"),
     ("weights_1", np.array([np.exp(1 / np.sqrt(2))]), CATALOG["exp_without_normalising"].label),
     ("weights_1", np.array([1 / np.sqrt(2)]), CATALOG["raw_scores"].label),
-    ("weights_1", np.array([0.670]), q4_hand.PHANTOM_TOKEN.label),
+    ("weights_1", np.array([0.670]), q4_hand.PHANTOM_EXP.label),
     ("weights_1", np.array([0.670, 0.330]), q4_hand.PHANTOM_TOKEN.label),
+    ("weights_1", np.array([[1.0]]), "一维数组"),
+    ("weights_1", np.array([np.nan]), "NaN"),
     ("output_1", np.array([1.0, 0.0]), q4_hand.OUTPUT_IS_X.label),
     ("output_1", np.array([1.340, 0.660]), q4_hand.PHANTOM_TOKEN.label),
     ("output_1", np.array([[2.0, 0.0]]), "一维数组"),
@@ -277,35 +269,39 @@ def test_each_hand_step_names_its_misconception(key, value, words):
     _fails(STEP_OF[key], words, **_hand(STEP_OF[key], **{key: value}))
 
 
-def test_an_error_is_carried_forward_to_the_next_step():
-    """Unscaled scores, then exp, sum, weight and output each computed from them, pass."""
-    wrong = {"scaled_1": np.array([1.0]), "exps_1": np.array([np.e]), "total_1": np.e}
-    for name in ("q4.hand_exp", "q4.hand_sum", "q4.hand_weights"):
-        run_check(name, **_hand(name, **wrong))
-    phantom_sum = {"total_1": np.exp(1 / np.sqrt(2)) + 1}
-    run_check("q4.hand_weights", **_hand("q4.hand_weights", **phantom_sum,
-                                         weights_1=HAND["exps_1"] / phantom_sum["total_1"]))
-    run_check("q4.hand_output", **_hand("q4.hand_output", weights_1=np.array([0.67]),
-                                        output_1=np.array([1.34, 0.0])))
+def test_the_weight_is_carried_only_from_well_formed_working():
+    """Shown to fail without the guard: a weight computed from the student's own exps_1 /
+    total_1 passes only when total_1 is their sum; with the lecture's total 3.028 (x₂'s
+    e⁰ kept) the carried 0.670 fails, named, and so does the unnormalised exp."""
+    e = np.exp(1 / np.sqrt(2))
+    run_check("q4.hand_weights", exps_1=[2.03], total_1=2.03, weights_1=[1.0])
+    run_check("q4.hand_weights", exps_1=[np.e], total_1=np.e, weights_1=[1.0])  # no scaling: still 1
+    _fails("q4.hand_weights", q4_hand.PHANTOM_EXP.label, exps_1=[e], total_1=e + 1, weights_1=[e / (e + 1)])
+    _fails("q4.hand_weights", "不是 exps_1 各项之和", exps_1=[e], total_1=2.5, weights_1=[e / 2.5])
+    _fails("q4.hand_weights", exps_1=[-e], total_1=-e, weights_1=[1.0 + 0.1])
+    _fails("q4.hand_weights", exps_1=[2.028, 1.0], total_1=3.028, weights_1=[0.670, 0.330])
+
+
+def test_the_output_is_carried_from_the_students_weight():
+    run_check("q4.hand_output", weights_1=np.array([0.67]), output_1=np.array([1.34, 0.0]))
+    _fails("q4.hand_output", weights_1=np.array([0.67]), output_1=np.array([2.0, 0.5]))
 
 
 def test_the_lecture_two_token_row_is_not_carried_forward():
-    """Redoing the lecture's two-token calculation earns none of the six steps."""
-    row = {"scores_1": [1.0, 0.0], "scaled_1": [0.707, 0.0], "exps_1": [2.028, 1.0],
-           "total_1": 3.028, "weights_1": [0.670, 0.330], "output_1": [1.340, 0.660]}
+    """Redoing the lecture's two-token row earns neither hand step."""
+    row = {"exps_1": [2.028, 1.0], "total_1": 3.028, "weights_1": [0.670, 0.330],
+           "output_1": [1.340, 0.660]}
     for name in STEP_OF.values():
         _fails(name, **_hand(name, **row))
 
 
 @pytest.mark.parametrize("key, value", [
-    ("scores_1", [1.0, 0.0]), ("scaled_1", [1.0]), ("exps_1", [np.e]), ("total_1", 3.028),
     ("weights_1", [2.028]), ("output_1", [1.0, 0.0]), ("weights_1", [0.670]),
 ])
 def test_hand_messages_never_state_the_right_value(key, value):
     message = _fails(STEP_OF[key], **_hand(STEP_OF[key], **{key: value}))
     assert "期望" not in message
-    exact = {"scores_1": "[1.]", "scaled_1": "0.7071", "exps_1": "2.028", "total_1": "2.028",
-             "weights_1": "[1.]", "output_1": "[2., 0.]"}[key]
+    exact = {"weights_1": "[1.]", "output_1": "[2., 0.]"}[key]
     assert exact not in message, message
 
 
@@ -393,7 +389,7 @@ def test_qk_invariance_names_an_output_that_follows_the_score():
 
 @pytest.mark.parametrize("wrong, label", [
     (lambda W_q, W_k, W_v: np.asarray(W_v).T, "等价线性映射被转置"),
-    (lambda W_q, W_k, W_v: np.eye(len(W_v)), "忘了乘 W_v"),
+    (lambda W_q, W_k, W_v: np.eye(len(W_v)), CATALOG["output_is_x"].label),
     (lambda W_q, W_k, W_v: np.asarray(W_q), "把 Q 当成了 V"),
 ])
 def test_linear_map_mistakes_are_named(wrong, label):
@@ -405,10 +401,17 @@ def test_no_misconception_text_states_the_core_answer():
     weight is 1, the output is x·W_v or M is W_v."""
     from autograder.bank import q4_ext
 
-    mine = [q4_hand.PHANTOM_TOKEN, q4_hand.DK_IS_N, q4_hand.EXP_OF_UNSCALED, q4_hand.PHANTOM_EXP,
-            q4_hand.OUTPUT_IS_X, q4.OUTPUT_DEPENDS_ON_QK, q4.MAP_TRANSPOSED, q4_ext.DELTA_SIGN,
+    mine = [q4_hand.PHANTOM_TOKEN, q4_hand.PHANTOM_EXP, q4_hand.OUTPUT_IS_X, q4.OUTPUT_DEPENDS_ON_QK, q4.MAP_TRANSPOSED, q4_ext.DELTA_SIGN,
             q4_ext.TWO_TOKEN_OVERFLOW, q4_ext.DECODE_DEGENERATE, q4_ext.CAUSAL_NO_MASK,
             q4_ext.CACHE_WITHOUT_SELF]
     for entry in mine:
         text = entry.describe()
         assert not any(w in text for w in ("恒为 1", "输出 = x·W_v", "输出恒为", "就是 W_v", "x₁·W_v", "σ(Δs)")), text
+
+
+def test_the_visible_transposed_label_needs_the_transposed_shape():
+    """A visible 【label】 only when its variant reproduces the value: M = I (output = x)
+    has the wrong shape too but is not named transposed; before this test the one shape
+    assert named 【等价线性映射被转置】 for any wrong shape."""
+    assert q4.MAP_TRANSPOSED.label not in visible_failures(A, _mistake("output_is_x")).get("test_linear_map", "")
+    assert q4.MAP_TRANSPOSED.label in visible_failures(A, _mistake("linear_map_transposed"))["test_linear_map"]

@@ -154,7 +154,7 @@ def _decode(q, K, V, axis=-1, scale=True):
 
 
 @pytest.mark.parametrize("wrong, words", [
-    (lambda q, K, V: np.asarray(V)[-1:], "以为一步解码也退化成只看自己"),
+    (lambda q, K, V: np.asarray(V)[-1:], CATALOG["decode_degenerate"].label),
     (lambda q, K, V: _decode(q, K, V, axis=0), CATALOG["softmax_query_axis"].label),
     (lambda q, K, V: _decode(q, K, V, scale=False), CATALOG["no_scaling"].label),
     (lambda q, K, V: np.asarray(V).mean(axis=0, keepdims=True), "不一致"),
@@ -189,7 +189,7 @@ def test_kv_cache_decode_accepts_the_loop():
     (_kv(cache=lambda K, V, i: (K, V)), "解码时看到了后面的 token"),
     (_kv(cache=lambda K, V, i: (K[:i], V[:i])), "缓存里漏了当前 token 自己"),
     (lambda X, W_q, W_k, W_v: (np.asarray(X) @ W_v)[1:], "缓存里漏了当前 token 自己"),
-    (_kv(decode=lambda q, K, V: np.asarray(V)[-1:]), "以为一步解码也退化成只看自己"),
+    (_kv(decode=lambda q, K, V: np.asarray(V)[-1:]), CATALOG["decode_degenerate"].label),
     (_kv(decode=lambda q, K, V: _decode(q, K, V, axis=0)), CATALOG["softmax_query_axis"].label),
     (_kv(decode=lambda q, K, V: _decode(q, K, V, scale=False)), CATALOG["no_scaling"].label),
     (_kv(cache=lambda K, V, i: (K[max(i, 1) - 1 : i + 1], V[max(i, 1) - 1 : i + 1]) if i else
