@@ -2,8 +2,8 @@
 
 One ``jupyter lab`` and one Chromium for the module. A q1 release notebook whose softmax
 subtracts the whole array's maximum runs its last cell (the check cell) in the page: the
-page shows the lost cell with 0 points, the cause and the total 21 / 22; a right notebook
-shows 22 / 22; nbgrader's Validate button (which would say "passes all the tests") is not
+page shows the lost cell with 0 points, the cause and the total one below the maximum; a right
+notebook shows the maximum; nbgrader's Validate button (which would say "passes all the tests") is not
 on the notebook's toolbar, with the course's Jupyter settings in place.
 """
 
@@ -22,6 +22,7 @@ from autograder.samples.submission import make_submission
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(BROWSER is None, reason="needs chromium (.ci/run installs it)")]
 A = "q1_value_scaling"
+TOTAL = int(load(A).auto_max)
 
 #: The notebook panel of ``{path}`` (``shell.currentWidget`` follows focus, which a headless
 #: page lacks).
@@ -77,7 +78,7 @@ def test_global_max_softmax_shows_lost_points(lab):
     assert "test_softmax_stable（0 / 1 分）" in report
     assert "【减去了整张打分表的最大值】" in report
     assert "softmax 直接计算 exp(z)" not in report
-    assert "总分：21 / 22 分" in report
+    assert f"总分：{TOTAL - 1} / {TOTAL} 分" in report
     assert "检查的是已保存的文件" in report
     assert "passes all the tests" not in report + toolbar
     assert "Validate" not in toolbar
@@ -86,5 +87,5 @@ def test_global_max_softmax_shows_lost_points(lab):
 def test_right_notebook_shows_full_marks(lab):
     report, toolbar = _check_in_page(lab, "right")
     assert "❌" not in report.split("拓展练习")[0]
-    assert "总分：22 / 22 分（自动评分部分，全部通过" in report
+    assert f"总分：{TOTAL} / {TOTAL} 分（自动评分部分，全部通过" in report
     assert "Validate" not in toolbar

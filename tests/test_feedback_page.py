@@ -181,7 +181,8 @@ def test_the_page_after_hand_grading_shows_the_scores_comments_and_total(graded,
     assert f"<td>{HAND_WORD}</td><td class=\"pts\">1.5 / 2</td>" in summary
     assert "（老师改为 0.5 分）</td><td class=\"pts\">0.5 / 1</td>" in summary
     total = auto + sum(HAND.values())  # the override replaces the cell's 0
-    assert f"总分 <b>{total:g} / 27</b> 分" in html and f"自动评分（含老师调整）：<b>{auto + 0.5:g} / 22" in html
+    auto_max = load(A).auto_max  # the core's automatic points; written (a) 3 + (b) 2
+    assert f"总分 <b>{total:g} / {auto_max + 5:g}</b> 分" in html and f"自动评分（含老师调整）：<b>{auto + 0.5:g} / {auto_max:g}" in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;但没说明 V 的作用。" in html
     assert "<script>" not in html and html.count("老师评语：") == 2
     assert "减去最大值时要按行（axis=-1）减。" in html

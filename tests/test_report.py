@@ -62,7 +62,7 @@ PLAN = {
     "slow": {"scores": {"test_self_attention": 0.0},
              "notes": [Note("有单元格运行超过 10 秒被中断", "cells interrupted after 10 s",
                             kind=TIMEOUT)]},
-    "oops": {"errors": ["test_hand_exp"]},
+    "oops": {"errors": ["test_weights_changed"]},
     "gone": {"stopped": True, "notes": [Note("没有找到 notebook", "no notebook found")]},
 }
 SETTINGS = GradeSettings(salt="test-report")
@@ -163,7 +163,7 @@ def _row(page: str, attr: str, value: str) -> dict:
     # graded: perfect, half, hostile, slow, oops (gone was not graded)
     ("test_softmax", "1.60", "80.0%", "0.0%"),          # half scored 0 of 2
     ("test_softmax_stable", "0.60", "60.0%", "0.0%"),   # half and the hostile name lost it
-    ("test_hand_exp", "1.00", "100.0%", "20.0%"),       # oops: a grader error, not a 0
+    ("test_weights_changed", "1.00", "100.0%", "20.0%"),  # oops: a grader error, not a 0
     ("test_self_attention", "0.80", "80.0%", "0.0%"),
     ("test_value_scaling", "2.00", "100.0%", "0.0%"),
 ])

@@ -185,13 +185,13 @@ MISTAKES = [
     ), loses=frozenset({"test_samples_rng"}), feedback=(RNG_UNUSED.label,)),
     Variant("independent_growth_as_variance", "读法 A：把方差的倍数当成典型大小的倍数（2 → 200 答 100 倍）", edits=(
         Edit("growth_impl", "    return float(np.sqrt(d_to / d_from))", "    return d_to / d_from"),
-    ), loses=frozenset({"test_independent_growth"}), feedback=(GROWTH_VARIANCE.label,)),
+    ), loses=frozenset({"test_independent_growth"}), feedback=(GROWTH_VARIANCE.label,), visible=False),
     Variant("aligned_as_independent", "读法 B：以为方向差不多的向量也按 √d_k 增长（2 → 200 答 10 倍）", edits=(
         Edit("aligned_growth_impl", "    return float(d_to / d_from)", "    return float(np.sqrt(d_to / d_from))"),
-    ), loses=frozenset({"test_aligned_growth"}), feedback=(ALIGNED_CANCEL.label,)),
+    ), loses=frozenset({"test_aligned_growth"}), feedback=(ALIGNED_CANCEL.label,), visible=False),
     Variant("aligned_scaled_flat", "读法 B：以为除以 √d_k 后打分不再随 d_k 变化", edits=(
         Edit("aligned_growth_impl", "        return float(np.sqrt(d_to / d_from))", "        return 1.0"),
-    ), loses=frozenset({"test_aligned_growth"}), feedback=(ALIGNED_FLAT.label,)),
+    ), loses=frozenset({"test_aligned_growth"}), feedback=(ALIGNED_FLAT.label,), visible=False),
     Variant("aligned_key_independent", "读法 B：Key 独立抽取，没有与 Query 方向相近", edits=(
         Edit("aligned_impl", "    k = cos_theta * q + np.sqrt(1 - cos_theta**2) * r", "    k = r"),
     ), loses=frozenset({"test_aligned_samples"}), feedback=(ALIGNED_INDEPENDENT_KEY.label,)),
