@@ -20,8 +20,7 @@ import numpy as np
 from . import Context, check
 from .lib import misconceptions as mc
 from .lib import reference as ref
-from .lib.compare import as_array, fail, fmt
-from .lib.handsteps import TOL, Diagnosis, cause, chain, judge
+from .lib.handsteps import Diagnosis, cause, chain, judge, require_weights, vector
 
 #: W_v = V_SCALE·I in the thinking question (the lecture's example has 2I).
 V_SCALE = 3.0
@@ -75,22 +74,11 @@ def weights_cause(weights: np.ndarray) -> str:
     return cause(weights, [EXACT_WEIGHTS], WEIGHT_DIAGNOSES)
 
 
-def _value(got: object, what: str) -> np.ndarray:
-    arr = as_array(got, what)
-    if arr.shape != (2,):
-        fail(f"{what} 应是长度 2 的数组，得到的形状是 {arr.shape}。")
-    if not np.isfinite(arr).all():
-        fail(f"{what} 含有 NaN 或无穷大。")
-    return arr
-
-
 @check("q1.hand_output", "手算：W_v = 3I 时位置 1 的 weights_1 与 output_1")
 def hand_output(ctx: Context, *, weights_1, output_1) -> None:
-    weights = _value(weights_1, "weights_1")
-    if (weights < 0).any() or abs(float(weights.sum()) - 1) > TOL:
-        fail(f"weights_1 = {fmt(weights)} 应非负、加起来等于 1（softmax 的输出），"
-             f"它的和是 {float(weights.sum()):.4g}。{weights_cause(weights)}")
-    got = _value(output_1, "output_1")
+    weights = vector(weights_1, "weights_1")
+    require_weights(weights, "weights_1", weights_cause(weights))
+    got = vector(output_1, "output_1")
     judge(got, "output_1", exact=EXACT_OUTPUT, carried=weights @ V_3I, source="weights_1",
           diagnoses=[(OUTPUT_OLD_V.describe(), weights @ V_2I),
                      (mc.CATALOG["weights_instead_of_output"].describe(), weights)])

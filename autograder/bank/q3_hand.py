@@ -25,8 +25,8 @@ import numpy as np
 from . import Context, check
 from .lib import misconceptions as mc
 from .lib import reference as ref
-from .lib.compare import as_array, fail, fmt
-from .lib.handsteps import TOL, Diagnosis, cause, chain, judge
+from .lib.compare import fail, fmt
+from .lib.handsteps import Diagnosis, cause, chain, judge, require_weights, vector
 
 X_OLD = ref.HAND_X
 X_NEW = ref.HAND_X[[1, 0]]
@@ -95,23 +95,11 @@ def weights_cause(weights: np.ndarray) -> str:
     return cause(weights, [EXACT_WEIGHTS], WEIGHT_DIAGNOSES)
 
 
-def hand_vector(got: object, what: str) -> np.ndarray:
-    """A hand answer as a finite array of length 2, or a message saying what it is not."""
-    arr = as_array(got, what)
-    if arr.shape != (2,):
-        fail(f"{what} 应是长度 2 的数组，得到的形状是 {arr.shape}。")
-    if not np.isfinite(arr).all():
-        fail(f"{what} 含有 NaN 或无穷大。")
-    return arr
-
-
 @check("q3.hand_output", "手算：交换后新位置 1 的 hand_weights 与 hand_output")
 def hand_output(ctx: Context, *, hand_weights, hand_output) -> None:
-    weights = hand_vector(hand_weights, "hand_weights")
-    if (weights < 0).any() or abs(float(weights.sum()) - 1) > TOL:
-        fail(f"hand_weights = {fmt(weights)} 应非负、加起来等于 1（softmax 的输出），"
-             f"它的和是 {float(weights.sum()):.4g}。{weights_cause(weights)}")
-    got = hand_vector(hand_output, "hand_output")
+    weights = vector(hand_weights, "hand_weights")
+    require_weights(weights, "hand_weights", weights_cause(weights))
+    got = vector(hand_output, "hand_output")
     judge(got, "hand_output", exact=EXACT_OUTPUT, carried=weights @ (X_NEW @ W_V_HAND),
           source="hand_weights",
           diagnoses=[(V_NOT_SWAPPED.describe(), weights @ (X_OLD @ W_V_HAND)),
@@ -122,7 +110,7 @@ def hand_output(ctx: Context, *, hand_weights, hand_output) -> None:
 def check_hand_weights(hand_weights: object) -> None:
     """``q3.hand_swap``'s part: the code confirms the hand, so ``hand_weights`` must be
     the new position 1's weights (W_v plays no part in them)."""
-    weights = hand_vector(hand_weights, "手算的 hand_weights")
+    weights = vector(hand_weights, "手算的 hand_weights")
     if not np.allclose(weights, EXACT_WEIGHTS, rtol=0, atol=ATOL):
         fail(f"手算的 hand_weights = {fmt(weights)} 与代码算出的新位置 1 的权重"
              f"（self_attention(X_new, …) 的权重第 0 行）不一致（容差 {ATOL:g}）：回到第 1 节，"

@@ -13,7 +13,8 @@ import numpy as np
 from . import reference as ref
 from .compare import CheckFailed, as_array, fail, fmt
 
-__all__ = ["TOL", "Diagnosis", "Chain", "chain", "earlier", "close", "cause", "judge"]
+__all__ = ["TOL", "Diagnosis", "Chain", "chain", "earlier", "vector", "require_weights", "close",
+           "cause", "judge"]
 
 #: The hand steps' tolerance: the lecture prints its numbers to this many places.
 TOL = ref.LECTURE_ATOL
@@ -51,6 +52,24 @@ def earlier(value: object, shape: tuple[int, ...]) -> np.ndarray | None:
     except CheckFailed:
         return None
     return arr if arr.shape == shape and np.isfinite(arr).all() else None
+
+
+def vector(got: object, what: str, length: int = 2) -> np.ndarray:
+    """A hand answer as a finite float array of ``length``, or a message saying what it is not."""
+    arr = as_array(got, what)
+    if arr.shape != (length,):
+        fail(f"{what} 应是长度 {length} 的数组，得到的形状是 {arr.shape}。")
+    if not np.isfinite(arr).all():
+        fail(f"{what} 含有 NaN 或无穷大。")
+    return arr
+
+
+def require_weights(weights: np.ndarray, what: str, why: str = "") -> None:
+    """Fail unless ``weights`` are a softmax's output (non-negative, summing to 1): only
+    then may a later step be carried forward from them. ``why``: the slip they show."""
+    if (weights < 0).any() or abs(float(weights.sum()) - 1) > TOL:
+        fail(f"{what} = {fmt(weights)} 应非负、加起来等于 1（softmax 的输出），"
+             f"它的和是 {float(weights.sum()):.4g}。{why}")
 
 
 def close(a: np.ndarray, b: np.ndarray) -> bool:
