@@ -50,3 +50,12 @@ def core_solution_lines(nb) -> int:
              for region in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S)
              for ln in region.splitlines()]
     return sum(1 for ln in lines if ln)
+
+
+#: A row of a core's time table: ``| 3 | what | 约 8 分钟 |``.
+TABLE_ROW = re.compile(r"^\| \d \|.*\| 约 (\d+) 分钟 \|$", re.M)
+
+
+def core_table_minutes(intro: str) -> list[int]:
+    """The minutes of each numbered section in a core's time table (the intro cell)."""
+    return [int(m) for m in TABLE_ROW.findall(intro)]

@@ -17,6 +17,7 @@ from lecture import (
     NUMBER,
     ROOT,
     core_solution_lines,
+    core_table_minutes,
     lecture_numbers,
     normalise,
     questions,
@@ -107,8 +108,8 @@ def test_the_core_states_its_time_per_section_and_its_lines_to_write(assignment)
     nb = _source(assignment)
     intro = nb.cells[0]
     minutes = int(intro.metadata["autograder"]["minutes"])
-    rows = re.findall(r"^\| \d \|.*\| 约 (\d+) 分钟 \|$", intro.source, re.M)
-    assert rows and sum(int(m) for m in rows) == minutes <= 40, (assignment, rows)
+    rows = core_table_minutes(intro.source)
+    assert rows and sum(rows) == minutes <= 40, (assignment, rows)
     stated = re.search(r"代码约 (\d+) 行", intro.source)
     lines = core_solution_lines(nb)
     assert stated and abs(int(stated[1]) - lines) <= 5 and lines <= 40, (assignment, lines)

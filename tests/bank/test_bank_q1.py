@@ -9,6 +9,7 @@ import prose_q1
 import pytest
 import sympy as sp
 from helpers import grade_namespace, hidden_calls, solution_namespace, visible_failures
+from lecture import core_table_minutes
 from seeds import surviving_seeds
 
 from autograder.bank import checks_for, q1_apple, q1_hand
@@ -512,8 +513,7 @@ def test_the_intro_states_the_core_time_its_table_adds_up_and_the_core_meets_the
     intro = _cells()[0]
     minutes = prose_q1.part_minutes()
     assert f"必做部分：约 {minutes['core']} 分钟" in intro.source
-    rows = re.findall(r"^\| \d \|.*\| 约 (\d+) 分钟 \|$", intro.source, re.M)
-    assert sum(int(m) for m in rows) == minutes["core"] <= 40
+    assert sum(core_table_minutes(intro.source)) == minutes["core"] <= 40
     assert prose_q1.core_solution_lines() <= 40
     core = [c for c in _cells() if c.metadata.get("autograder", {}).get("part", "core") == "core"
             and c.metadata.get("nbgrader", {}).get("grade")]
