@@ -170,14 +170,16 @@ def grade_submissions(subs: list[Submission], *, settings: GradeSettings, jobs: 
                       on_graded: Callable[[object], None] | None = None,
                       remarks: dict[Key, Remark] | None = None,
                       guard: Guard | None = None,
-                      verdict=None) -> tuple[list[Result], list]:
+                      verdict=None, zygote=None) -> tuple[list[Result], list]:
     """Grade ``subs``; returns the table rows and the engine's records (same order).
     ``started`` runs once the grading workers exist (see :func:`.engine.pool.grade_tasks`);
     ``on_graded`` gets each engine record as soon as it is done; ``remarks`` come from
     the intake; ``guard`` keeps what failed per submission (the caller may add more
     and mark the rows again); ``verdict``: the protection decided up front
     (:mod:`autograder.engine.host.protection`), decided here when not given: where it
-    refuses, :class:`~autograder.errors.Unprotected` is raised before anything runs."""
+    refuses, :class:`~autograder.errors.Unprotected` is raised before anything runs;
+    ``zygote``: one already started for that verdict (:func:`.engine.host.pool.start_zygote`),
+    closed by the engine."""
     if verdict is None:
         from ..engine.host.protection import decide
 
@@ -212,7 +214,7 @@ def grade_submissions(subs: list[Submission], *, settings: GradeSettings, jobs: 
     if progress:
         progress(done[0], len(subs), "")
     records = grade_tasks(tasks, settings, jobs=jobs, progress=tick, started=started,
-                          verdict=verdict)
+                          verdict=verdict, zygote=zygote)
     engine_records: list = [None] * len(subs)
     for i, graded in zip(where, records):
         sub, key = subs[i], (subs[i].student, subs[i].assignment)

@@ -35,13 +35,40 @@ def _non_finite(expr: sp.Basic) -> bool:
     return expr.has(sp.nan, sp.zoo, sp.oo, -sp.oo)
 
 
-def _evaluated(expr: sp.Basic) -> sp.Basic | None:
-    """``expr`` with every node evaluated (the host's reader builds them unevaluated, so
-    ``0/(c - c)`` reaches a check as written); ``None`` if SymPy cannot."""
+def _evaluated(expr: sp.Basic, memo: dict[int, sp.Basic] | None = None) -> sp.Basic | None:
+    """``expr.doit()``: every node evaluated (the host's reader builds them unevaluated, so
+    ``0/(c - c)`` reaches a check as written); ``None`` if SymPy cannot.
+
+    ``memo`` (node id → its value) is shared by the entries of one matrix: an attention
+    matrix repeats the same exponentials in every entry, and ``doit`` would evaluate each
+    copy again (q3's 3×2 symbolic output: 2418 nodes, 336 distinct; 40 ms against 3 ms).
+    """
     try:
-        return expr.doit()
+        return _doit(expr, {} if memo is None else memo)
     except _UNEVALUABLE:
         return None
+
+
+def _doit(node: sp.Basic, memo: dict[int, sp.Basic]) -> sp.Basic:
+    """What ``node.doit()`` returns, each distinct node evaluated once. Only where a class
+    keeps SymPy's generic ``doit`` (evaluate the arguments, then rebuild) are the arguments
+    taken from ``memo``; any other class's own ``doit`` runs as it is."""
+    done = memo.get(id(node))
+    if done is not None:
+        return done
+    method = type(node).doit
+    if method is _ASSOC_DOIT and node.args:
+        done = node.func(*[_doit(a, memo) for a in node.args], evaluate=True)
+    elif method is _BASIC_DOIT and node.args:
+        done = node.func(*[_doit(a, memo) if isinstance(a, sp.Basic) else a for a in node.args])
+    else:
+        done = node.doit()
+    memo[id(node)] = done  # ids stay valid: every node is alive in the caller's expression
+    return done
+
+
+_ASSOC_DOIT = sp.core.operations.AssocOp.doit
+_BASIC_DOIT = sp.Basic.doit
 
 
 def _value(expr: sp.Basic, point: dict) -> complex | None:
@@ -135,7 +162,8 @@ def as_matrix(value: object, what: str, *, exact: bool = True) -> sp.Matrix:
         why = _not_an_expression(entry)
         if why is not None:
             fail(f"{what} 的元素应是 SymPy 表达式，其中一个是{why}。")
-    mat = mat.applyfunc(lambda e: sp.nan if (done := _evaluated(e)) is None else done)
+    memo: dict[int, sp.Basic] = {}
+    mat = mat.applyfunc(lambda e: sp.nan if (done := _evaluated(e, memo)) is None else done)
     if any(_non_finite(e) for e in mat):
         fail(f"{what} 的元素含有 NaN、无穷大或 zoo（例如除以零），不是确定的值。")
     if exact and any(_has_float(e) for e in mat):

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol import codec, wire
+from . import cellpaths, mathcache
 
 __all__ = ["Kernel", "prepare", "serve"]
 
@@ -178,6 +179,7 @@ class Kernel:
         config.InteractiveShell.xmode = "Plain"
         self.shell = Shell.instance(config=config, display_pub_class=Publisher,
                                     displayhook_class=Hook)
+        cellpaths.install(self.shell)
         self.handles = codec.HandleTable()
 
     # -------------------------------------------------------------- cells
@@ -244,6 +246,7 @@ def prepare(*, figures: bool = True, warm: bool = True) -> Kernel:
     import matplotlib
 
     matplotlib.use("module://matplotlib_inline.backend_inline")
+    mathcache.install()
     kernel = Kernel()
     kernel.shell.enable_matplotlib("inline")
     # a tight bounding box costs a whole extra draw of every figure; the notebooks lay
@@ -299,6 +302,7 @@ def _warm_up(kernel: Kernel) -> None:
 
     warm_up(kernel.shell)
     kernel.shell.display_formatter.format(np.eye(2))
+    import IPython.core.logger  # noqa: F401  (every cell asks for the shell's logger)
     with kernel._capture():  # a traceback's first rendering loads its formatting machinery
         try:
             raise ValueError("warm-up")

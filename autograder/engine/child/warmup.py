@@ -31,6 +31,8 @@ def _figures() -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from .mathcache import warm_log_ticks
+
     fig, axd = plt.subplot_mosaic([["a", "b", "c"], ["d", "b", "c"]], figsize=(8, 4),
                                   layout="constrained")
     image = axd["a"].imshow(np.eye(3), vmin=0, vmax=1, cmap="viridis")
@@ -49,6 +51,7 @@ def _figures() -> None:
     axd["d"].bar([0, 1], [1, 2])
     fig.colorbar(image, ax=axd["a"], label="weight")
     fig.savefig(io.BytesIO(), format="png")
+    warm_log_ticks(fig, axd["b"])
     plt.close(fig)
     fig, ax = plt.subplots(1, 2, figsize=(6, 3))
     ax[0].semilogy([1, 2, 3], [1, 10, 100])

@@ -30,8 +30,9 @@ from ..protocol.limits import Protection
 
 if TYPE_CHECKING:  # the probe's Linux-only pieces load only when a batch runs
     from .protection import Verdict
+    from .zygote_link import Zygote
 
-__all__ = ["Submission", "Graded", "grade_tasks", "SandboxUnavailable", "Unprotected", "WATCHDOG_SLACK"]
+__all__ = ["Submission", "Graded", "grade_tasks", "start_zygote", "SandboxUnavailable", "Unprotected", "WATCHDOG_SLACK"]
 
 log = logging.getLogger("autograder.engine")
 
@@ -185,28 +186,37 @@ def _logging_handlers_flushed() -> None:
 def grade_tasks(tasks: Iterable[Submission], settings: GradeSettings, *, jobs: int,
                 progress: Callable[[Graded], None] | None = None,
                 started: Callable[[], None] | None = None,
-                verdict: Verdict | None = None) -> list[Graded]:
+                verdict: Verdict | None = None, zygote: Zygote | None = None) -> list[Graded]:
     """Grade every task on ``jobs`` workers; results in the order of ``tasks``.
 
     ``started`` is called once the workers are forked: the caller may start threads then.
     ``verdict``: the protection decided up front (:mod:`.protection`; decided here when
     not given); where it refuses, :class:`Unprotected` is raised before any child runs.
+    ``zygote``: one :func:`start_zygote` started for this verdict while the caller did
+    other work; it is closed here, like the one started here without it.
     """
     from .protection import decide
 
     tasks = list(tasks)
     verdict = verdict or decide(isolate=settings.isolate)
-    verdict.require(settings.allow_unprotected)
+    try:
+        verdict.require(settings.allow_unprotected)
+    except BaseException:
+        if zygote is not None:
+            zygote.close()
+        raise
     if not tasks:
+        if zygote is not None:
+            zygote.close()
         if started:
             started()
         return []
     from . import cpushare, memcg
-    from .zygote_link import Zygote, ZygoteError
+    from .zygote_link import ZygoteError
 
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     # one warm zygote for all workers: it starts while they are prepared and forked
-    zygote = Zygote(isolate=verdict.level == Protection.NAMESPACES)
+    zygote = zygote or start_zygote(verdict)
     memory = memcg.plan(cgroups=settings.cgroups)
     (log.warning if memory.mechanism == "none" else log.info)("%s", memory.describe())
     count = max(1, min(jobs, len(tasks)))
@@ -224,6 +234,15 @@ def grade_tasks(tasks: Iterable[Submission], settings: GradeSettings, *, jobs: i
     finally:
         zygote.close()
         memory.close()
+
+
+def start_zygote(verdict: Verdict) -> Zygote:
+    """The zygote a batch under ``verdict`` forks its children from. It imports and warms
+    up in its own process (about 2 s), so a caller starts it before its own preparations
+    (opening the gradebook: 1 s) and hands it to :func:`grade_tasks`."""
+    from .zygote_link import Zygote
+
+    return Zygote(isolate=verdict.level == Protection.NAMESPACES)
 
 
 def _run_batch(tasks: list[Submission], workers: list[_Worker], ctx, settings: GradeSettings,

@@ -1,6 +1,6 @@
 """How large the numbers in an ``srepr`` text can grow, measured on its syntax tree.
 
-The reader builds with ``evaluate(False)``, so nothing is computed while it reads; but a
+The reader builds every node unevaluated, so nothing is computed while it reads; but a
 check later subtracts, simplifies and evaluates the student's expression, and SymPy then
 works out what the text only wrote down: ``Pow(Integer(10), Integer(10**9))`` is a
 billion-digit integer, built in one call to C that no time limit can interrupt;

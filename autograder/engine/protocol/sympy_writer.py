@@ -5,7 +5,7 @@ matrix repeats the same exponentials in every entry, so most of its 30 ms per ma
 to printing what was already printed. This emitter walks ``expr.args`` as they are,
 remembers the text of every node it printed, and hands anything but plain arithmetic
 and elementary functions to ``sympy.srepr``. Its text is ``srepr`` syntax for the same
-expression (the host's reader, :mod:`.srepr`, builds it with ``evaluate(False)``);
+expression (the host's reader, :mod:`.srepr`, builds it unevaluated);
 terms may come in another order than ``srepr``'s.
 
 Imported by the zygote before the sandbox closes (with :mod:`.wire`); it holds nothing

@@ -31,7 +31,7 @@ from pathlib import Path
 from ...engine.host.files import move_into
 from ...engine.host.gradebook import GradebookWriter, check_gradebook
 from ...engine.host.manifest import load
-from ...engine.host.pool import Submission
+from ...engine.host.pool import Submission, start_zygote
 from ...engine.host.protection import Verdict, decide
 from ...errors import CourseError
 from ...grading.batch import Progress, Result, grade_submissions
@@ -164,6 +164,18 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
     out = Path(out).resolve()
     course = course_root(Path(submissions), out)
     settings, verdict = _protection(settings, course, out, submissions, on_protection)
+    # the zygote imports and warms up in its own process while the gradebook is checked
+    zygote = start_zygote(verdict)
+    try:
+        return _grade(subs, out, course, settings, verdict, zygote, jobs=jobs,
+                      salt_file=salt_file, progress=progress, remarks=remarks)
+    finally:
+        zygote.close()
+
+
+def _grade(subs: list, out: Path, course: Path, settings: GradeSettings, verdict: Verdict,
+           zygote, *, jobs: int | None, salt_file: Path | None, progress: Progress | None,
+           remarks: dict[Key, Remark] | None) -> list[Result]:
     manifests = {a: load(a) for a in {s.assignment for s in subs} if a in ASSIGNMENTS}
     # a gradebook that cannot take these scores is refused before anything is written
     check_gradebook(course / "gradebook.db", manifests)
@@ -191,7 +203,7 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
                 results, records = grade_submissions(
                     subs, settings=settings, jobs=jobs or default_jobs(), progress=progress,
                     started=writer.start, on_graded=arrived, remarks=remarks, guard=guard,
-                    verdict=verdict)
+                    verdict=verdict, zygote=zygote)
                 for key, why in writer.drain().items():
                     guard.fail(key, "gradebook.db", why)
                 guard.mark(results, RowStatus.GRADER_ERROR)
