@@ -21,7 +21,8 @@ import sys
 from collections.abc import Callable
 
 #: The innermost frames of a process that waits rather than works.
-IDLE = {"_read", "select", "wait", "poll", "recv", "waitpid", "sleep", "accept", "recv_into",
+IDLE = {"_read", "select", "wait", "poll", "recv", "waitpid", "sleep", "accept", "recv_into", "send",
+        "sendall",
         "read", "readinto", "_PollLikeSelector.select", "Condition.wait", "Event.wait",
         "Connection._recv", "Connection._recv_bytes", "Connection._poll", "Connection.poll",
         "Thread._wait_for_tstate_lock", "Thread.join", "Queue.get"}
@@ -73,6 +74,8 @@ def shares(path: str) -> tuple[collections.Counter, int]:
     with open(path, encoding="utf-8") as lines:
         for line in lines:
             stack, _, n = line.rstrip("\n").rpartition(" ")
+            if not n.isdigit():  # a frame's text that spans lines (py-spy prints it raw)
+                continue
             frames = stack.split(";")
             processes = [f for f in frames if f.startswith("process ")]
             funcs = [f.split(" (")[0] for f in frames if not f.startswith("process ")]
