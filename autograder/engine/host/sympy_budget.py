@@ -99,16 +99,19 @@ def _number(node: ast.Call) -> Size:
     return Size(bits, abs(p / q) if q and bits < 1000 else math.inf)
 
 
-def size_of(node: ast.AST) -> Size:
-    """The bounds of the expression ``node`` (an ``ast`` of ``srepr`` text)."""
+def size_of(node: ast.AST, refs: list[Size] = ()) -> Size:
+    """The bounds of the expression ``node`` (an ``ast`` of ``srepr`` text); ``refs``:
+    those of the definitions ``Ref(k)`` stands for (the reader checks each ``k``)."""
     name = _name(node)
     if name in ("Integer", "Rational", "Float"):
         return _number(node)
+    if name == "Ref" and len(node.args) == 1 and 0 <= _int_literal(node.args[0]) < len(refs):
+        return refs[_int_literal(node.args[0])]
     if isinstance(node, ast.List):
-        return _largest([size_of(e) for e in node.elts])
+        return _largest([size_of(e, refs) for e in node.elts])
     if not isinstance(node, ast.Call):
         return _ATOM
-    parts = [size_of(a) for a in node.args if not isinstance(a, ast.Constant)]
+    parts = [size_of(a, refs) for a in node.args if not isinstance(a, ast.Constant)]
     if not parts:  # Symbol('x'), Dummy(...): a name and assumptions
         return _ATOM
     if name in _MATRICES:

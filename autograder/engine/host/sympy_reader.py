@@ -17,6 +17,13 @@ Each node is built with ``evaluate=False`` rather than inside ``sympy.evaluate(F
 entering and leaving that context clears SymPy's whole cache, which made every check
 after a read start cold (q3's swap check: 0.14 s against 0.11 s).
 
+A subexpression the child used more than once comes once, as a definition:
+``Shared([d0, d1, ...], value)`` at the top, ``Ref(k)`` for ``dk`` inside later
+definitions and the value (:mod:`~autograder.engine.protocol.sympy_writer`). The budgets
+hold for the text as written and for the expression it spells out, every ``Ref``
+expanded (nodes and nesting counted, numbers and exponents bounded, definition by
+definition): sharing saves parsing and building, never a limit.
+
 Nothing else: no ``Poly`` (which expands its argument when built), no ``Sum``,
 ``Integral``, ``Derivative``, ``factorial``, sets or intervals. The honest students of every
 assignment send only numbers, symbols, ``Add``/``Mul``/``Pow``, ``exp``, ``tanh`` and the
@@ -37,7 +44,7 @@ import sympy
 from ..protocol.budgets import SYMPY
 from .sympy_budget import size_of
 
-__all__ = ["SreprError", "from_srepr", "NODES", "CONSTANTS"]
+__all__ = ["SreprError", "from_srepr", "expanded_size", "NODES", "CONSTANTS", "SHARING"]
 
 #: The expression-node classes the reader builds (by their ``srepr`` name).
 NODES = ("Add", "Mul", "Pow", "exp", "log", "sin", "cos", "tan", "cot", "sinh", "cosh",
@@ -45,6 +52,8 @@ NODES = ("Add", "Mul", "Pow", "exp", "log", "sin", "cos", "tan", "cot", "sinh", 
          "ExprCondPair", "Equality", "Unequality", "StrictLessThan", "LessThan",
          "StrictGreaterThan", "GreaterThan", "And", "Or", "Not")
 CONSTANTS = ("pi", "E", "I", "oo", "zoo", "nan", "true", "false")
+#: The two forms of a value with shared subexpressions (see the module docstring).
+SHARING = ("Shared", "Ref")
 _MATRICES = ("MutableDenseMatrix", "ImmutableDenseMatrix")
 _ASSUMPTIONS = frozenset({"real", "positive", "negative", "nonnegative", "nonpositive",
                           "nonzero", "integer", "rational", "finite", "complex",
@@ -74,13 +83,17 @@ def from_srepr(text: object) -> Any:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise SreprError("不是有效的 srepr 文本") from None
     _measure(tree)
-    size = size_of(tree.body)
-    if not size.bits <= SYMPY.bits:  # (also refuses nan)
-        raise SreprError(f"其中的精确数值可能多达 {size.bits:.3g} 个二进制位（上限 {SYMPY.bits}）")
-    if not size.exponent <= SYMPY.exponent:
-        raise SreprError(f"其中的指数可能大到 {size.exponent:.3g}（上限 {SYMPY.exponent}）")
+    definitions, body = _shared(tree.body)
+    if definitions:
+        expanded_size(definitions, body)
+    sizes: list = []
+    for node in [*definitions, body]:
+        sizes.append(_within_budget(size_of(node, sizes)))
     try:
-        return _build(tree.body)
+        built: list = []
+        for node in definitions:
+            built.append(_build(node, built))
+        return _build(body, built)
     except SreprError:
         raise
     except RecursionError:
@@ -102,7 +115,62 @@ def _measure(tree: ast.AST) -> None:
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
-def _build(node: ast.AST) -> Any:
+def _within_budget(size: Any) -> Any:
+    if not size.bits <= SYMPY.bits:  # (also refuses nan)
+        raise SreprError(f"其中的精确数值可能多达 {size.bits:.3g} 个二进制位（上限 {SYMPY.bits}）")
+    if not size.exponent <= SYMPY.exponent:
+        raise SreprError(f"其中的指数可能大到 {size.exponent:.3g}（上限 {SYMPY.exponent}）")
+    return size
+
+
+def _shared(node: ast.AST) -> tuple[list[ast.AST], ast.AST]:
+    """``Shared([d0, ...], value)`` as (definitions, value); any other text as ([], itself)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "Shared"):
+        return [], node
+    if node.keywords or len(node.args) != 2 or not isinstance(node.args[0], ast.List):
+        raise SreprError("Shared 应写成 Shared([定义, ...], 值)")
+    return list(node.args[0].elts), node.args[1]
+
+
+def _ref_index(node: ast.AST, defined: int) -> int | None:
+    """k of ``Ref(k)`` (a definition made before), None for any other node."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "Ref"):
+        return None
+    if node.keywords or len(node.args) != 1 or not isinstance(node.args[0], ast.Constant) \
+            or type(node.args[0].value) is not int or not 0 <= node.args[0].value < defined:
+        raise SreprError("Ref 只能指向它之前的一个定义")
+    return node.args[0].value
+
+
+def expanded_size(definitions: list[ast.AST], body: ast.AST) -> tuple[int, int]:
+    """(syntax nodes, nesting) of what the text spells out, every ``Ref`` expanded;
+    refused when there are too many or it nests too deep (counted per definition, so a
+    chain of doublings is caught without expanding it)."""
+    spans: list[tuple[int, int]] = []  # (nodes, depth) of each definition, expanded
+    for tree in [*definitions, body]:
+        count, deepest, stack = 0, 0, [(tree, 1)]
+        while stack:
+            node, depth = stack.pop()
+            k = _ref_index(node, len(spans))
+            nodes, below = spans[k] if k is not None else (1, 0)
+            count, deepest = count + nodes, max(deepest, depth + below)
+            if count > SYMPY.nodes:
+                raise SreprError(f"表达式展开后超过 {SYMPY.nodes} 个语法节点")
+            if deepest > SYMPY.depth:
+                raise SreprError(f"表达式展开后嵌套超过 {SYMPY.depth} 层")
+            if k is None:
+                stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        spans.append((count, deepest))
+    return spans[-1]
+
+
+def _build(node: ast.AST, built: list) -> Any:
+    k = _ref_index(node, len(built))
+    if k is not None:
+        return built[k]
+
     if isinstance(node, ast.Name):
         if node.id in CONSTANTS:
             return getattr(sympy, node.id)
@@ -111,35 +179,35 @@ def _build(node: ast.AST) -> Any:
             and isinstance(node.operand, ast.Name) and node.operand.id == "oo":
         return sympy.S.NegativeInfinity
     if isinstance(node, ast.Call):
-        return _call(node)
+        return _call(node, built)
     raise SreprError(f"不接受 {type(node).__name__} 形式")
 
 
-def _call(node: ast.Call) -> Any:
+def _call(node: ast.Call, built: list) -> Any:
     func = node.func
     if isinstance(func, ast.Call):  # Function('f')(x): an undefined function applied
         if not (isinstance(func.func, ast.Name) and func.func.id == "Function"
                 and len(func.args) == 1 and not func.keywords):
             raise SreprError("只有 Function('名字')(...) 可以连续调用")
-        return sympy.Function(_name(func.args[0]))(*_args(node), evaluate=False)
+        return sympy.Function(_name(func.args[0]))(*_args(node, built), evaluate=False)
     name = func.id if isinstance(func, ast.Name) else ""
     if name in _NUMBERS:
         return _NUMBERS[name](node)
     if name in ("Symbol", "Dummy"):
         return _symbol(name, node)
     if name in _MATRICES:
-        return _matrix(name, node)
+        return _matrix(name, node, built)
     if name in NODES:
         if name == "ExprCondPair":  # a pair only, nothing to evaluate
-            return _nodes()[name](*_args(node))
-        return _nodes()[name](*_args(node), evaluate=False)
+            return _nodes()[name](*_args(node, built))
+        return _nodes()[name](*_args(node, built), evaluate=False)
     raise SreprError(f"不接受的 SymPy 类 {ast.unparse(func)[:40]!r}")
 
 
-def _args(node: ast.Call) -> list[Any]:
+def _args(node: ast.Call, built: list) -> list[Any]:
     if node.keywords:
         raise SreprError("表达式节点不接受关键字参数")
-    return [_build(arg) for arg in node.args]
+    return [_build(arg, built) for arg in node.args]
 
 
 def _int(node: ast.AST) -> int:
@@ -214,7 +282,7 @@ def _symbol(kind: str, node: ast.Call) -> Any:
     return getattr(sympy, kind)(_name(node.args[0]), **options)
 
 
-def _matrix(kind: str, node: ast.Call) -> Any:
+def _matrix(kind: str, node: ast.Call, built: list) -> Any:
     """``Matrix([[...], ...])`` (rectangular) or ``Matrix(rows, cols, [])`` when empty."""
     if node.keywords or len(node.args) not in (1, 3):
         raise SreprError("矩阵的参数不合规")
@@ -229,4 +297,4 @@ def _matrix(kind: str, node: ast.Call) -> Any:
         raise SreprError("矩阵应写成由行组成的列表")
     if len({len(r.elts) for r in table.elts}) > 1:
         raise SreprError("矩阵的各行长度不同")
-    return getattr(sympy, kind)([[_build(e) for e in r.elts] for r in table.elts])
+    return getattr(sympy, kind)([[_build(e, built) for e in r.elts] for r in table.elts])

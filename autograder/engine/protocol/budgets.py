@@ -5,9 +5,11 @@ an ``.npy`` attachment or SymPy text that is malformed, too large, too deep or t
 read becomes the *student's* failure of that check (:class:`~.errors.BadValue`), never a
 grader error and never a hang. The honest sample students of every assignment
 (``autograder.samples``, measured with ``tests/test_hostile_checks.py``'s census) stay far
-below each figure: the largest value they send is a 35 kB header with 18 JSON nodes,
-4 levels deep, three attachments of at most 40 kB, SymPy text of 24 kB (9408 syntax nodes,
-17 levels, integers of 8 digits, exponents of 2, 53-bit floats).
+below each figure: the largest value they send is a header of a few kB (35 kB before
+repeated SymPy subexpressions were written once) with about 20 JSON nodes, 5 levels
+deep, three attachments of at most 40 kB, SymPy text of 2.6 kB that spells out 9407
+syntax nodes (17 levels, integers of 8 digits, exponents of 2, 53-bit floats); the
+SymPy budgets hold for the text spelled out.
 
 Kept free of heavy imports: the host's reader and the tests import it.
 """
