@@ -32,35 +32,38 @@ def install() -> None:
     import matplotlib as mpl
     from matplotlib.mathtext import MathTextParser
 
-    if getattr(MathTextParser._parse_cached, "_shared", False):
+    current = MathTextParser._parse_cached
+    parse = getattr(current, "__wrapped__", None)  # matplotlib's own, uncached
+    if getattr(current, "_shared", False) or parse is None:
         return
-    parse = MathTextParser._parse_cached.__wrapped__  # matplotlib's own, uncached
     keys = tuple(sorted(k for k in mpl.rcParams if k.startswith(_PREFIXES)))
     parsers = {"vector": MathTextParser("path"), "raster": MathTextParser("agg")}
 
+    # the arguments after ``prop`` vary with matplotlib's version (3.6: none; 3.7:
+    # antialiased; 3.10: and the glyph flags): they are passed and keyed as they come
     @functools.lru_cache(maxsize=1024)
-    def shared(output: str, s: str, dpi: float, prop: Any, antialiased: bool, flags: Any,
-               rc: tuple) -> Any:
-        return parse(parsers[output], s, dpi, prop, antialiased, flags)
+    def shared(output: str, s: str, dpi: float, prop: Any, rest: tuple, rc: tuple) -> Any:
+        return parse(parsers[output], s, dpi, prop, *rest)
 
-    def cached(self: Any, s: str, dpi: float, prop: Any, antialiased: bool, flags: Any) -> Any:
+    def cached(self: Any, s: str, dpi: float, prop: Any, *rest: Any) -> Any:
         try:
             rc = _rc_key(mpl.rcParams, keys)
-            hash(rc)
+            hash((rc, rest))
         except (KeyError, TypeError):  # a setting made unhashable: matplotlib's own way
-            return parse(self, s, dpi, prop, antialiased, flags)
-        return shared(self._output_type, s, dpi, prop, antialiased, flags, rc)
+            return parse(self, s, dpi, prop, *rest)
+        return shared(self._output_type, s, dpi, prop, rest, rc)
 
     cached._shared = True  # type: ignore[attr-defined]
     MathTextParser._parse_cached = cached
 
 
 def warm_log_ticks(fig: Any, ax: Any) -> None:
-    """Parse the tick labels of log axes (10^-12 … 10^12) with ``ax``'s tick font at
-    ``fig``'s dpi, as a child's log axes ask for them."""
+    """Parse the tick labels of log axes (10^-8 … 10^8) with ``ax``'s tick font at
+    ``fig``'s dpi, as a child's figures ask for them: for measuring and for drawing
+    (matplotlib asks its "path" and its "agg" parser)."""
     from matplotlib.mathtext import MathTextParser
 
     prop = ax.yaxis.get_major_ticks()[0].label1.get_fontproperties()
-    parser = MathTextParser("agg")
-    for k in range(-12, 13):
-        parser.parse(r"$\mathdefault{10^{" + str(k) + "}}$", dpi=fig.dpi, prop=prop)
+    for parser in (MathTextParser("path"), MathTextParser("agg")):
+        for k in range(-8, 9):
+            parser.parse(r"$\mathdefault{10^{" + str(k) + "}}$", dpi=fig.dpi, prop=prop)
