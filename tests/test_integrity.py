@@ -70,3 +70,21 @@ def test_what_is_too_long_to_scan_says_so():
 def test_a_long_rebound_name_is_quoted_short():
     (reason,) = scan_source("np." + "a" * 10_000 + " = 1")
     assert len(reason) < 300
+
+
+def test_a_text_scanned_before_is_not_parsed_again(monkeypatch):
+    """A worker scans each distinct cell once per batch (a cell left as released, or
+    answered alike); each answer is a fresh list, and long cells are not kept."""
+    from autograder.engine.host import integrity
+
+    parsed = []
+    real = integrity._parse
+    monkeypatch.setattr(integrity, "_parse", lambda text: parsed.append(text) or real(text))
+    cell = "import sys\nsys.modules['numpy'] = None\nprint('scanned once')\n"
+    first, again = integrity.scan_source(cell), integrity.scan_source(cell)
+    assert first == again and first and len(parsed) == 1
+    first.append("changed by the caller")
+    assert integrity.scan_source(cell) == again
+    long_cell = cell + "#" * 9000
+    integrity.scan_source(long_cell), integrity.scan_source(long_cell)
+    assert len(parsed) == 3

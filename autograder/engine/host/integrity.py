@@ -15,6 +15,7 @@ cell the scan cannot read is itself flagged. Nothing here raises on student text
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 
 __all__ = ["scan_source", "scan_cells", "MAX_CELL", "MAX_TOTAL"]
@@ -133,12 +134,20 @@ def scan_source(source: str) -> list[str]:
     """Reasons to review one cell's code (empty when nothing looks like tampering)."""
     if not isinstance(source, str):
         return []
+    # the cache holds at most 2048 texts of 8 kB (a long cell is scanned without it)
+    return list(_scanned(source) if len(source) <= 8192 else _scanned.__wrapped__(source))
+
+
+@functools.lru_cache(maxsize=2048)
+def _scanned(source: str) -> tuple[str, ...]:
+    """:func:`scan_source`, once per text in a worker: a cell a student left as released,
+    or answered as many others did, is parsed once per batch, not once per notebook."""
     if len(source) > MAX_CELL:
-        return [TOO_LONG]
+        return (TOO_LONG,)
     lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
     try:
         tree = _parse("\n".join(lines))
-        return sorted(set(_reasons(tree))) if tree is not None else []
+        return tuple(sorted(set(_reasons(tree)))) if tree is not None else ()
     except _UNPARSABLE:
         pass
     found = {TOO_DEEP}
@@ -148,7 +157,7 @@ def scan_source(source: str) -> list[str]:
             found.update(_reasons(tree) if tree is not None else ())
         except _UNPARSABLE:
             continue
-    return sorted(found)
+    return tuple(sorted(found))
 
 
 def scan_cells(sources: Iterable[str]) -> list[str]:
