@@ -76,8 +76,13 @@ def stamp(job: Job) -> None:
 
 def written(nb: NotebookNode) -> str:
     """The autograded notebook's file: nbformat's JSON with every string whole (no
-    larger than the strings the submission brought, escaped as they came)."""
-    return nbformat.writes(nb, split_lines=False)
+    larger than the strings the submission brought, escaped as they came).
+
+    The bytes ``nbformat.writes`` gives, without its schema validation, which only logs
+    (the submission was validated when it was read, and every output was built by
+    ``nbformat.v4.new_output``, which validates it): 0.3 % of a class's grading."""
+    version, _ = nbformat.reader.get_version(nb)
+    return nbformat.versions[version].writes_json(nb, split_lines=False)
 
 
 def read_back(raw: bytes, manifest: Manifest) -> NotebookNode:
