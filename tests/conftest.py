@@ -39,13 +39,23 @@ def private_check_daemon():
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def warm_zygotes():
+    """Ends the zygotes ``tests/warm_zygote.py`` kept running for the batch fixtures."""
+    yield
+    if "warm_zygote" in sys.modules:
+        sys.modules["warm_zygote"].close_all()
+
+
 @pytest.fixture(scope="session")
 def sample_batch(tmp_path_factory):
     """The sample class graded once (``tests/sample_batch.py``); the modules using it are
     one group in :data:`_GROUPS`, so one worker grades it."""
+    import warm_zygote
     from sample_batch import grade_sample_batch
 
-    return grade_sample_batch(tmp_path_factory.mktemp("samples"))
+    with warm_zygote.shared():
+        return grade_sample_batch(tmp_path_factory.mktemp("samples"))
 
 
 #: Test modules slowest first (``--durations=0`` summed per module and per group, a whole
