@@ -26,6 +26,7 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
+import warm_zygote
 from browser_helpers import (
     BROWSER,
     PROTECTION,
@@ -74,8 +75,9 @@ def course(tmp_path_factory) -> SimpleNamespace:
                         ("flood", flood), ("chatty", chatty)):
         nbs.write(nb, folder / "submitted" / student / A / f"{A}.ipynb")
     shutil.copy(ROOT / "nbgrader_config.py", folder / "nbgrader_config.py")
-    rows = {r.student: r for r in grade(submissions=folder / "submitted", out=folder / "out",
-                                        settings=SETTINGS, jobs=2)}
+    with warm_zygote.shared():
+        rows = {r.student: r for r in grade(submissions=folder / "submitted",
+                                            out=folder / "out", settings=SETTINGS, jobs=2)}
     autograded = {s: folder / "autograded" / s / A / f"{A}.ipynb" for s in rows}
     kept = nbformat.read(str(folder / "submitted" / "hostile" / A / f"{A}.ipynb"), as_version=4)
     nbs.write(kept, autograded["honest"])  # as a grader that keeps the outputs leaves it

@@ -12,6 +12,7 @@ import copy
 import json
 
 import pytest
+import warm_zygote
 from pipeline_helpers import ROOT, without_plots
 
 from autograder.authoring import cells as nbs
@@ -44,7 +45,8 @@ def test_wrapping_allclose_gains_nothing_and_is_flagged(tmp_path):
     cells["softmax_impl"].source = UNWRAP + cells["softmax_impl"].source
     for name, nb in (("honest", honest), ("bypass", tricked)):
         nbs.write(nb, tmp_path / "submitted" / name / A / f"{A}.ipynb")
-    grade(submissions=tmp_path / "submitted", out=tmp_path / "out", settings=SETTINGS, jobs=2)
+    with warm_zygote.shared():
+        grade(submissions=tmp_path / "submitted", out=tmp_path / "out", settings=SETTINGS, jobs=2)
     rows = {r["student"]: r for r in json.loads((tmp_path / "out" / "scores.json").read_text())}
     assert 0 < rows["honest"]["auto_score"] < rows["honest"]["auto_max"]
     assert rows["bypass"]["auto_score"] <= rows["honest"]["auto_score"], rows["bypass"]

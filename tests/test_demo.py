@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import warm_zygote
 from click.testing import CliRunner
 from pipeline_helpers import ROOT, A, mini_repo, read_nb, write_nb
 
@@ -25,7 +26,8 @@ def _snapshot(folder):
 def test_demo_scores_every_sample_student_as_expected(tmp_path):
     repo = mini_repo(tmp_path / "repo")
     before = _snapshot(repo)
-    result = demo(folder=tmp_path / "demo", root=repo, jobs=2)
+    with warm_zygote.shared():
+        result = demo(folder=tmp_path / "demo", root=repo, jobs=2)
     assert _snapshot(repo) == before, "the demo changed the repository"
     students = {r.student: r for r in result.results}
     assert {"perfect", "blank"} <= set(students)

@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import warm_zygote
 from pipeline_helpers import ROOT, A, without_plots
 
 from autograder.authoring import cells as nbs
@@ -75,8 +76,9 @@ def graded(tmp_path_factory) -> tuple[Path, dict]:
             (folder / "submission_secret.txt").write_text(SECRET)
             (folder / "timestamp.txt").write_text(TIMESTAMP)
         nbs.write(nb, folder / f"{A}.ipynb")
-    rows = grade(submissions=course / "submitted", out=course / "out",
-                 settings=GradeSettings(salt="feedback-page"), jobs=1)
+    with warm_zygote.shared():
+        rows = grade(submissions=course / "submitted", out=course / "out",
+                     settings=GradeSettings(salt="feedback-page"), jobs=1)
     return course, {r.student: r for r in rows}
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import warm_zygote
 from click.testing import CliRunner
 from pipeline_helpers import ROOT, A, read_nb, sample_submissions, without_plots, write_nb
 
@@ -197,7 +198,8 @@ def test_regrading_gives_the_same_scores(batch, tmp_path):
     again_dir = tmp_path / "again"
     shutil.copytree(course / "submitted" / "mistake-naive_softmax",
                     again_dir / "mistake-naive_softmax")
-    again = grade(submissions=again_dir, out=tmp_path / "out", settings=SETTINGS, jobs=1)
+    with warm_zygote.shared():
+        again = grade(submissions=again_dir, out=tmp_path / "out", settings=SETTINGS, jobs=1)
     assert again[0].cells == results["mistake-naive_softmax"].cells
 
 
@@ -240,7 +242,8 @@ def test_a_broken_check_is_a_grader_error_never_a_zero(batch, tmp_path, monkeypa
                         bank.Check("q1.softmax_stable", "数值稳定性", broken))
     subs = tmp_path / "subs"
     shutil.copytree(course / "submitted" / "perfect", subs / "perfect")
-    [row] = grade(submissions=subs, out=tmp_path / "out", settings=SETTINGS, jobs=1)
+    with warm_zygote.shared():
+        [row] = grade(submissions=subs, out=tmp_path / "out", settings=SETTINGS, jobs=1)
     assert row.status == GRADER_ERROR and row.grader_errors == ["test_softmax_stable"]
     assert row.cells["test_softmax_stable"] is None and row.cells["test_softmax"] == 2.0
     log = (tmp_path / "out" / "grading.log").read_text(encoding="utf-8")
@@ -256,7 +259,8 @@ def test_cli_grade_from_a_subdirectory_exits_0_with_low_scores(batch, tmp_path):
     old = os.getcwd()
     os.chdir(ROOT / "docs")
     try:
-        result = CliRunner().invoke(main, ["grade", str(subs), "--out", str(tmp_path / "o")])
+        with warm_zygote.shared():
+            result = CliRunner().invoke(main, ["grade", str(subs), "--out", str(tmp_path / "o")])
     finally:
         os.chdir(old)
     assert result.exit_code == 0, result.output

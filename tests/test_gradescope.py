@@ -18,6 +18,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import warm_zygote
 from click.testing import CliRunner
 from pipeline_helpers import SUBPROCESS_PATH, A, read_nb, sample_submissions, without_plots
 
@@ -137,7 +138,9 @@ def runs(bundle, tmp_path_factory):
     for student, nb in (("1001", perfect), ("1002", mistake)):
         (base / "nbgrader" / student / A).mkdir(parents=True)
         (base / "nbgrader" / student / A / f"{A}.ipynb").write_bytes(nb)
-    graded = grade(submissions=base / "nbgrader", out=base / "out", settings=SETTINGS, jobs=1)
+    with warm_zygote.shared():
+        graded = grade(submissions=base / "nbgrader", out=base / "out", settings=SETTINGS,
+                       jobs=1)
     logs = {name: str(run(roots[name])) for name in quick}
     logs.update({name: proc.communicate(timeout=300)[0] for name, proc in procs.items()})
     data = {name: json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import warm_zygote
 from hostile import ATTACKS, DAEMON_MARK, FILE_MARK
 from pipeline_helpers import ROOT, without_plots
 
@@ -126,8 +127,10 @@ def hostile(tmp_path_factory):
     for attack in ATTACKS:
         _write(attacked, f"trick-{attack.name}", _with_attack(base, attack, listener.port))
     try:
-        grade(submissions=clean / "submitted", out=clean / "out", settings=SETTINGS, jobs=2)
-        grade(submissions=attacked / "submitted", out=attacked / "out", settings=SETTINGS, jobs=2)
+        with warm_zygote.shared():
+            grade(submissions=clean / "submitted", out=clean / "out", settings=SETTINGS, jobs=2)
+            grade(submissions=attacked / "submitted", out=attacked / "out", settings=SETTINGS,
+                  jobs=2)
     finally:
         listener.close()
     return {"clean": clean, "hostile": attacked, "listener": listener,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import warm_zygote
 from hostile_class import ORPHAN_MARK, TRICKS, held_mb, notebook_bytes
 from pipeline_helpers import ROOT, without_plots
 
@@ -52,7 +53,8 @@ def _submit(course: Path, student: str, data: bytes, name: bytes = f"{A}.ipynb".
 
 def _graded(course: Path) -> tuple[dict[str, dict], float]:
     started = time.monotonic()
-    grade(submissions=course / "submitted", out=course / "out", settings=SETTINGS, jobs=2)
+    with warm_zygote.shared():
+        grade(submissions=course / "submitted", out=course / "out", settings=SETTINGS, jobs=2)
     seconds = time.monotonic() - started
     rows = json.loads((course / "out" / "scores.json").read_text(encoding="utf-8"))
     return {r["student"]: r for r in rows}, seconds

@@ -13,6 +13,7 @@ import copy
 
 import nbformat
 import pytest
+import warm_zygote
 from hostile_decoding import child_tricks
 from pipeline_helpers import ROOT, without_plots
 
@@ -103,8 +104,9 @@ def batch(tmp_path_factory):
         nb = copy.deepcopy(base)
         nb.cells.insert(0, nbformat.v4.new_code_cell(code))
         nbs.write(nb, course / "submitted" / f"trick-{name}" / A / f"{A}.ipynb")
-    results = grade(submissions=course / "submitted", out=course / "out", settings=SETTINGS,
-                    jobs=2)
+    with warm_zygote.shared():
+        results = grade(submissions=course / "submitted", out=course / "out", settings=SETTINGS,
+                        jobs=2)
     return {r.student: r for r in results}
 
 

@@ -25,6 +25,7 @@ import json
 
 import nbformat
 import pytest
+import warm_zygote
 from pipeline_helpers import ROOT, without_plots
 
 from autograder.authoring import cells as nbs
@@ -83,8 +84,9 @@ def course(tmp_path_factory):
     bad = bytes(course / "submitted" / "bad-name" / A) + b"/data\xff.txt"
     with open(bad, "wb") as fh:
         fh.write(b"1,2,3\n")
-    rows = {r.student: r for r in grade(submissions=course / "submitted", out=course / "out",
-                                         settings=SETTINGS, jobs=2)}
+    with warm_zygote.shared():
+        rows = {r.student: r for r in grade(submissions=course / "submitted",
+                                             out=course / "out", settings=SETTINGS, jobs=2)}
     (course / "autograded" / "broken" / A / f"{A}.ipynb").write_text("{not json", encoding="utf-8")
     return course, rows, write_feedback(course=course)
 

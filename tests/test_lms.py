@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 import nbformat
 import pytest
+import warm_zygote
 from click.testing import CliRunner
 from pipeline_helpers import ROOT, A, read_nb, sample_submissions, without_plots
 
@@ -86,9 +87,10 @@ def graded(tmp_path_factory):
                              "--out", str(base / "moodle-out"), "--salt-file",
                              str(base / "salt"), "--jobs", "1", "--cell-timeout", "10"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    done = CliRunner().invoke(main, ["grade", str(canvas), "--out", str(base / "canvas-out"),
-                                     "--salt-file", str(base / "salt"), "--jobs", "1",
-                                     "--cell-timeout", "10"])
+    with warm_zygote.shared():
+        done = CliRunner().invoke(main, ["grade", str(canvas), "--out", str(base / "canvas-out"),
+                                         "--salt-file", str(base / "salt"), "--jobs", "1",
+                                         "--cell-timeout", "10"])
     moodle_log = proc.communicate(timeout=600)[0]
     return base, done, (proc.returncode, moodle_log)
 

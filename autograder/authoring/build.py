@@ -22,6 +22,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from nbformat import NotebookNode
@@ -69,6 +70,18 @@ def _execute(nb: NotebookNode, cwd: Path, timeout: float) -> None:
                       chatter.read_text(errors="replace")[-4000:])
 
 
+def _new_courses(workdir: Path, root: Path, assignments: list[str], mode: str) -> dict[str, Path]:
+    """Assignment -> a course of its own where nbgrader's ``generate_assignment`` released
+    it. Each is one nbgrader process (2 s, mostly imports) with a gradebook of its own, so
+    they run side by side, one per core; a failure raises the first assignment's error in
+    the lecture's order, as one after the other would."""
+    def one(a: str) -> Path:
+        return new_course(workdir / "course" / a, root, [a], extensions=mode)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(assignments), os.cpu_count() or 1))) as pool:
+        return dict(zip(assignments, pool.map(one, assignments)))
+
+
 def _generate(root: Path, workdir: Path, assignments: list[str], progress: Progress | None,
               timeout: float, mode: str, execute: bool = True) -> dict[Path, NotebookNode | str]:
     """Relative path -> generated notebook (``<view>/<a>/<a>.ipynb``) or manifest text
@@ -84,9 +97,10 @@ def _generate(root: Path, workdir: Path, assignments: list[str], progress: Progr
                               f"notebook ({type(err).__name__}); restore it from git") from None
         nbs.check_markers(sources[a], str(source_notebook(root, a).relative_to(root)))
     say(f"nbgrader generate_assignment {' '.join(assignments)}")
-    course = new_course(workdir / "course", root, assignments, extensions=mode)
+    courses = _new_courses(workdir, root, assignments, mode)
     files: dict[Path, NotebookNode | str] = {}
     for a in assignments:
+        course = courses[a]
         rel = Path(a) / f"{a}.ipynb"
         release = nbs.read(course / "release" / rel)  # as nbgrader wrote it
         files[Path("release") / rel] = release

@@ -72,6 +72,7 @@ def new_course(folder: Path, root: Path, assignments: list[str] | tuple[str, ...
 
     mode = check_mode(extensions) if extensions else configured_mode(root)
     folder.mkdir(parents=True, exist_ok=True)
+    _new_gradebook(folder / "gradebook.db")
     config = (root / "nbgrader_config.py").read_text(encoding="utf-8")
     (folder / "nbgrader_config.py").write_text(
         f"{config}\n# this course's extension mode\nc.Autograder.extensions = {mode!r}\n",
@@ -91,6 +92,16 @@ def new_course(folder: Path, root: Path, assignments: list[str] | tuple[str, ...
                               f"{_last_error(done)}")
         _released_by_the_package(folder, root, assignment)
     return folder
+
+
+def _new_gradebook(path: Path) -> None:
+    """An empty gradebook with nbgrader's schema and version stamp, made in-process: on a
+    course without one, nbgrader's first command makes it and asks the ``alembic`` command
+    for the version in a subprocess (3 s of every new course's first command)."""
+    from ..engine.host.gradebook import open_gradebook
+
+    if not path.exists():
+        open_gradebook(path).close()
 
 
 def _released_by_the_package(course: Path, root: Path, assignment: str) -> None:
