@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.engine.host import pool
+from autograder.engine.host.zygote_link import Zygote
+from autograder.engine.protocol.limits import Protection
 from autograder.errors import CourseError
 from autograder.integrations.nbgrader.grade import grade
 
@@ -39,10 +40,10 @@ def _views() -> set[str]:
 
 def test_a_refused_gradebook_stops_the_zygote_started_for_it(tmp_path, monkeypatch):
     started = []
-    real = pool.start_zygote
 
-    def spy(verdict):
-        zygote = real(verdict)
+    def spy(verdict):  # the grading zygote, without the warm-up nothing here needs
+        zygote = Zygote(figures=False, warm=False, tokenizer=False,
+                        isolate=verdict.level == Protection.NAMESPACES)
         started.append(zygote)
         return zygote
 
