@@ -38,27 +38,37 @@ def _short(cell: str) -> str:
 
 
 def _same_answers(cell: str) -> None:
-    assert _short(cell) == FULL.transform_cell(cell), cell
-    transformed = FULL.transform_cell(cell)
+    try:
+        transformed = FULL.transform_cell(cell)
+    except SyntaxError:
+        # IPython's tokenizer refused it (an inconsistent dedent): IPython then runs the
+        # raw cell and reports that error; taken the short way, the cell fails to compile
+        # with the same kind of error, so it fails either way
+        with pytest.raises(SyntaxError):
+            compile(_short(cell), "<cell>", "exec")
+        return
+    assert _short(cell) == transformed, cell
     if not cellpaths.may_await(transformed):
         assert not _should_be_async(transformed), cell
 
 
-COURSE = _course_cells()
+COURSE = sorted(set(_course_cells()))  # the views repeat most cells of the source
 #: cells that IPython does transform, or that await: each must take the long way
 SPECIAL = ["%time x = 1\n", "x = %pwd\n", "files = !ls\n", "len?\n", "  np.eye??\n",
            ",print a b\n", ";print a b\n", "/print 1\n", "for i in range(2):\n    !echo hi\n",
            "x = (1,\n,2)\n", "await asyncio.sleep(0)\n", "async with a:\n    pass\n",
            "%%time\nx = 1\n", ">>> x = 1\n", "   x = 1\n"]
+#: cells IPython's tokenizer refuses (an inconsistent dedent, found by hypothesis)
+REFUSED = ["\ta#\\\n  a"]
 
 
 def test_the_course_has_cells_of_both_kinds() -> None:
-    assert len(COURSE) > 300
+    assert len(COURSE) > 150
     quick = [c for c in COURSE if not cellpaths.needs_token_transforms(c.splitlines(True))]
     assert len(quick) > 0.8 * len(COURSE)  # the short cut is taken for most cells
 
 
-@pytest.mark.parametrize("cell", COURSE + SPECIAL)
+@pytest.mark.parametrize("cell", COURSE + SPECIAL + REFUSED)
 def test_the_short_cuts_answer_as_ipython_does(cell: str) -> None:
     _same_answers(cell)
 

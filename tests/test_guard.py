@@ -42,7 +42,8 @@ def engine(monkeypatch):
     returned names data files the records list (student -> names)."""
     files: dict[str, list[str]] = {}
 
-    def grade_tasks(tasks, settings, *, jobs, progress=None, started=None, verdict=None):
+    def grade_tasks(tasks, settings, *, jobs, progress=None, started=None, verdict=None,
+                    zygote=None):
         if started:
             started()
         records = [_graded(t) for t in tasks]

@@ -68,7 +68,8 @@ PLAN = {
 SETTINGS = GradeSettings(salt="test-report")
 
 
-def grade_tasks(tasks, settings, *, jobs, progress=None, started=None, verdict=None):
+def grade_tasks(tasks, settings, *, jobs, progress=None, started=None, verdict=None,
+                zygote=None):
     """The engine's stand-in: each task's ready-made record, handed on as it "arrives"."""
     if started:
         started()

@@ -164,13 +164,15 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
     out = Path(out).resolve()
     course = course_root(Path(submissions), out)
     settings, verdict = _protection(settings, course, out, submissions, on_protection)
-    # the zygote imports and warms up in its own process while the gradebook is checked
-    zygote = start_zygote(verdict)
+    # reading a gradebook imports nbgrader (1 s): the zygote imports and warms up in its
+    # own process meanwhile (without one, the engine starts it when it needs it)
+    zygote = start_zygote(verdict) if (course / "gradebook.db").is_file() else None
     try:
         return _grade(subs, out, course, settings, verdict, zygote, jobs=jobs,
                       salt_file=salt_file, progress=progress, remarks=remarks)
     finally:
-        zygote.close()
+        if zygote is not None:
+            zygote.close()
 
 
 def _grade(subs: list, out: Path, course: Path, settings: GradeSettings, verdict: Verdict,
