@@ -21,9 +21,8 @@ import sys
 from collections.abc import Callable
 
 #: The innermost frames of a process that waits rather than works.
-IDLE = {"_read", "select", "wait", "poll", "recv", "waitpid", "sleep", "accept", "recv_into", "send",
-        "sendall",
-        "read", "readinto", "_PollLikeSelector.select", "Condition.wait", "Event.wait",
+IDLE = {"_read", "select", "wait", "poll", "recv", "waitpid", "sleep", "accept", "recv_into",
+        "send", "sendall", "read", "readinto", "_PollLikeSelector.select", "Condition.wait", "Event.wait",
         "Connection._recv", "Connection._recv_bytes", "Connection._poll", "Connection.poll",
         "Thread._wait_for_tstate_lock", "Thread.join", "Queue.get"}
 _STEPS = ("FindNotebook.__call__", "ReadNotebook.__call__", "ReadTimestamp.__call__",

@@ -179,7 +179,7 @@ def grade_submissions(subs: list[Submission], *, settings: GradeSettings, jobs: 
     (:mod:`autograder.engine.host.protection`), decided here when not given: where it
     refuses, :class:`~autograder.errors.Unprotected` is raised before anything runs;
     ``zygote``: one already started for that verdict (:func:`.engine.host.pool.start_zygote`),
-    closed by the engine."""
+    which the caller closes."""
     if verdict is None:
         from ..engine.host.protection import decide
 

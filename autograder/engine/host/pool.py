@@ -193,21 +193,14 @@ def grade_tasks(tasks: Iterable[Submission], settings: GradeSettings, *, jobs: i
     ``verdict``: the protection decided up front (:mod:`.protection`; decided here when
     not given); where it refuses, :class:`Unprotected` is raised before any child runs.
     ``zygote``: one :func:`start_zygote` started for this verdict while the caller did
-    other work; it is closed here, like the one started here without it.
+    other work; the caller closes it (the one started here is closed here).
     """
     from .protection import decide
 
     tasks = list(tasks)
     verdict = verdict or decide(isolate=settings.isolate)
-    try:
-        verdict.require(settings.allow_unprotected)
-    except BaseException:
-        if zygote is not None:
-            zygote.close()
-        raise
+    verdict.require(settings.allow_unprotected)
     if not tasks:
-        if zygote is not None:
-            zygote.close()
         if started:
             started()
         return []
@@ -216,7 +209,8 @@ def grade_tasks(tasks: Iterable[Submission], settings: GradeSettings, *, jobs: i
 
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     # one warm zygote for all workers: it starts while they are prepared and forked
-    zygote = zygote or start_zygote(verdict)
+    own = zygote is None
+    zygote = start_zygote(verdict) if own else zygote
     memory = memcg.plan(cgroups=settings.cgroups)
     (log.warning if memory.mechanism == "none" else log.info)("%s", memory.describe())
     count = max(1, min(jobs, len(tasks)))
@@ -232,7 +226,8 @@ def grade_tasks(tasks: Iterable[Submission], settings: GradeSettings, *, jobs: i
     except ZygoteError as err:
         raise SandboxUnavailable(str(err)) from None
     finally:
-        zygote.close()
+        if own:
+            zygote.close()
         memory.close()
 
 

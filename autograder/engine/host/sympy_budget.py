@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["Size", "size_of"]
+__all__ = ["Size", "size_of", "call_name"]
 
 #: The largest value a symbol or a named constant stands for (pi rounded up).
 _ATOM_VALUE = 3.2
@@ -68,7 +68,8 @@ def _product(values: list[float]) -> float:
     return math.inf if math.inf in values else math.prod(values)
 
 
-def _name(node: ast.AST) -> str:
+def call_name(node: ast.AST) -> str:
+    """``X`` of a call ``X(...)``; "" for anything else."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         return node.func.id
     return ""
@@ -84,7 +85,7 @@ def _int_literal(node: ast.AST) -> int:
 
 def _number(node: ast.Call) -> Size:
     """An Integer, Rational or Float call (malformed ones are the reader's to refuse)."""
-    if _name(node) == "Float":
+    if call_name(node) == "Float":
         text = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else ""
         try:
             value = abs(Decimal(str(text)))
@@ -102,7 +103,7 @@ def _number(node: ast.Call) -> Size:
 def size_of(node: ast.AST, refs: list[Size] = ()) -> Size:
     """The bounds of the expression ``node`` (an ``ast`` of ``srepr`` text); ``refs``:
     those of the definitions ``Ref(k)`` stands for (the reader checks each ``k``)."""
-    name = _name(node)
+    name = call_name(node)
     if name in ("Integer", "Rational", "Float"):
         return _number(node)
     if name == "Ref" and len(node.args) == 1 and 0 <= _int_literal(node.args[0]) < len(refs):
@@ -132,7 +133,7 @@ def size_of(node: ast.AST, refs: list[Size] = ()) -> Size:
 
 def _nonnegative_literal(node: ast.AST) -> bool:
     """Whether an exponent is a literal number >= 0 (then a base below 1 stays below 1)."""
-    return _name(node) in ("Integer", "Rational", "Float") and bool(node.args) \
+    return call_name(node) in ("Integer", "Rational", "Float") and bool(node.args) \
         and not isinstance(node.args[0], ast.UnaryOp)
 
 

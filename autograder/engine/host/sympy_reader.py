@@ -42,7 +42,7 @@ from typing import Any
 import sympy
 
 from ..protocol.budgets import SYMPY
-from .sympy_budget import size_of
+from .sympy_budget import call_name, size_of
 
 __all__ = ["SreprError", "from_srepr", "expanded_size", "NODES", "CONSTANTS", "SHARING"]
 
@@ -125,8 +125,7 @@ def _within_budget(size: Any) -> Any:
 
 def _shared(node: ast.AST) -> tuple[list[ast.AST], ast.AST]:
     """``Shared([d0, ...], value)`` as (definitions, value); any other text as ([], itself)."""
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id == "Shared"):
+    if call_name(node) != "Shared":
         return [], node
     if node.keywords or len(node.args) != 2 or not isinstance(node.args[0], ast.List):
         raise SreprError("Shared 应写成 Shared([定义, ...], 值)")
@@ -135,8 +134,7 @@ def _shared(node: ast.AST) -> tuple[list[ast.AST], ast.AST]:
 
 def _ref_index(node: ast.AST, defined: int) -> int | None:
     """k of ``Ref(k)`` (a definition made before), None for any other node."""
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id == "Ref"):
+    if call_name(node) != "Ref":
         return None
     if node.keywords or len(node.args) != 1 or not isinstance(node.args[0], ast.Constant) \
             or type(node.args[0].value) is not int or not 0 <= node.args[0].value < defined:
@@ -170,7 +168,6 @@ def _build(node: ast.AST, built: list) -> Any:
     k = _ref_index(node, len(built))
     if k is not None:
         return built[k]
-
     if isinstance(node, ast.Name):
         if node.id in CONSTANTS:
             return getattr(sympy, node.id)
