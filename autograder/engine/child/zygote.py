@@ -14,6 +14,7 @@ Its log lines go to stderr, which the host reads and logs.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import select
@@ -62,6 +63,9 @@ def main(argv: list[str]) -> int:
     kernel = prepare(figures=options.get("figures", True), warm=options.get("warm", True))
     if options.get("tokenizer", True):
         _warm_tokenizer()
+    # collected before the open files are listed: a collection later could close one of
+    # them (a file object in a garbage cycle) after the list said it was open
+    gc.collect()
     base = sandbox.address_space()
     files = openfiles.open_files()
     view = sandbox.enter_view(root, [PACKAGE_DIR]) if options.get("isolate", True) else \
@@ -75,6 +79,9 @@ def main(argv: list[str]) -> int:
     ready = json.dumps({"ready": True, "isolated": view.isolated, "missing": said,
                         "protection": protection,
                         "seconds": round(time.monotonic() - started, 3)}).encode()
+    # the warm heap is never collected again: a child's full collection would otherwise
+    # walk (and so copy, page by page) every object it inherited
+    gc.freeze()
     control.send(ready)
     _log(f"ready in {time.monotonic() - started:.2f} s, protection={protection}")
     _serve_links([control], ready, view, base, kernel, files, users)
