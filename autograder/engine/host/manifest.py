@@ -182,10 +182,9 @@ def load(assignment: str, folder: Path = MANIFEST_DIR) -> Manifest:
         raise ManifestError(f"manifest {path} is unreadable ({err}): run `autograder build`") from None
 
 
-def detect_assignment(path: Path, nb) -> str:
-    """Which assignment the notebook at ``path`` is: from the file name
-    (``q1_value_scaling.ipynb``, ``q1_value_scaling-alice.ipynb``...), else the notebook's
-    metadata, else the grade ids its cells share with an installed manifest."""
+def assignment_named(path: Path) -> str | None:
+    """The assignment the file name of ``path`` names (``q1_value_scaling.ipynb``,
+    ``q1_value_scaling-alice.ipynb``, ``q1.ipynb``...), or None."""
     stem = path.stem
     for a in ASSIGNMENTS:
         if stem == a or stem.startswith(a):
@@ -195,6 +194,16 @@ def detect_assignment(path: Path, nb) -> str:
         for a in ASSIGNMENTS:
             if a.startswith(prefix.group(1) + "_"):
                 return a
+    return None
+
+
+def detect_assignment(path: Path, nb) -> str:
+    """Which assignment the notebook at ``path`` is: from the file name
+    (:func:`assignment_named`), else the notebook's metadata, else the grade ids its cells
+    share with an installed manifest."""
+    named = assignment_named(path)
+    if named is not None:
+        return named
     meta = nb.get("metadata", {}).get("autograder", {})
     source = str(meta.get("source", ""))
     for a in ASSIGNMENTS:
