@@ -33,7 +33,9 @@ pytestmark = pytest.mark.e2e
 GOOD = ("perfect", "mistake-naive_softmax")
 BROKEN = ("badjson", "wrongname", "deleted", "stripped", "loop", "exit", "warning", "tamper",
           "symlinked")
-SETTINGS = GradeSettings(timeout=120, cell_timeout=5, salt="test-grade")
+#: 3 s a cell: the loop spins that long on a core (it was 5); an honest q1 cell takes well
+#: under a second, and test_hostile grades its whole class at 2 s a cell
+SETTINGS = GradeSettings(timeout=120, cell_timeout=3, salt="test-grade")
 TAMPER = "import autograder.bank as _bank\n_bank.run_check = lambda *args, **kwargs: None"
 
 
