@@ -61,7 +61,8 @@ def sample_batch(tmp_path_factory):
 #: Test modules slowest first (``--durations`` summed per module and per group, a whole
 #: run; the modules made quicker since, measured alone): xdist hands out whole modules (or
 #: groups, below) in this order, each worker taking the next when it is almost done, so
-#: the longest go first and the short ones fill both workers' ends. A module not named here goes last: name a slow one at its measured place.
+#: the longest go first and the short ones fill both workers' ends. A module not named
+#: here goes last: name a slow one at its measured place.
 _SLOW_FIRST = (
     "test_visible", "test_bank_q1", "test_bank_q4", "test_bank_q2", "test_bank_q5",  # 93 s
     "test_gradescope_hostile", "test_protection", "test_studentuser",  # 45 s
