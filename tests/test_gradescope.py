@@ -131,7 +131,7 @@ def runs(bundle, tmp_path_factory):
                                                           "b.ipynb": mistake}),
         "loop": _root(base, source, site, "loop",
                       {f"{A}.ipynb": nbformat.writes(_looping(nbs["perfect"])).encode()},
-                      config={"timeout": 10, "cell_timeout": 3}),
+                      config={"timeout": 10, "cell_timeout": 1.5}),
     }
     quick = ("none", "several", "badjson")  # no notebook to run: graded here, no subprocess
     procs = {name: _start(root, site) for name, root in roots.items() if name not in quick}
