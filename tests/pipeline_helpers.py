@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import traceback
 from pathlib import Path
 
 import nbformat
@@ -60,3 +63,27 @@ def without_plots(nb):
     are most of a notebook's running time (the feedback tests keep them)."""
     nb.cells = [c for c in nb.cells if "plt." not in c.source or c.metadata.get("nbgrader")]
     return nb
+
+
+def cli_in_process(cwd: Path, *args: str, env: dict[str, str] | None = None
+                   ) -> subprocess.CompletedProcess:
+    """``autograder ARGS`` run in ``cwd`` by this test process, with its warm zygote
+    (``tests/warm_zygote.py``), as a subprocess's result: for a test of what a command
+    does, not of its start (a subprocess costs 4.5 s of imports and a zygote of its own).
+    An exception the command let out is on stderr, as a subprocess would print it."""
+    import warm_zygote
+    from click.testing import CliRunner
+
+    from autograder.cli import main
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with warm_zygote.shared():
+            done = CliRunner(env=env).invoke(main, list(args))
+    finally:
+        os.chdir(old)
+    error = done.stderr
+    if done.exc_info is not None and not isinstance(done.exception, SystemExit):
+        error += "".join(traceback.format_exception(*done.exc_info))
+    return subprocess.CompletedProcess(["autograder", *args], done.exit_code, done.stdout, error)

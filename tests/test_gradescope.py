@@ -112,7 +112,7 @@ def bundle(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def runs(bundle, tmp_path_factory):
-    """Every sample submission through run_autograder (in parallel; the two without a
+    """Every sample submission through run_autograder (in parallel; the three without a
     notebook to run through its Python entry point), and the same notebooks through
     ``autograder grade``."""
     _made, source, site = bundle
@@ -131,9 +131,9 @@ def runs(bundle, tmp_path_factory):
                                                           "b.ipynb": mistake}),
         "loop": _root(base, source, site, "loop",
                       {f"{A}.ipynb": nbformat.writes(_looping(nbs["perfect"])).encode()},
-                      config={"timeout": 10, "cell_timeout": 3}),
+                      config={"timeout": 10, "cell_timeout": 1.5}),
     }
-    quick = ("none", "several")  # no notebook to run: graded here, without a subprocess
+    quick = ("none", "several", "badjson")  # no notebook to run: graded here, no subprocess
     procs = {name: _start(root, site) for name, root in roots.items() if name not in quick}
     for student, nb in (("1001", perfect), ("1002", mistake)):
         (base / "nbgrader" / student / A).mkdir(parents=True)

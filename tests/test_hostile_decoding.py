@@ -238,11 +238,14 @@ def fake_child():
 @pytest.fixture
 def short_gets(monkeypatch):
     """The values come from the fake child's socket only; deadlines of a second (a silent
-    child costs 1 s, then the 2 s of grace)."""
+    child costs 1 s, then half a second of grace: the 2 s a real child gets are only
+    waited through here), the host's limit past both."""
+    from autograder.engine.host import proxy
     from autograder.engine.protocol.deadline import call_deadline
 
     monkeypatch.setattr(execute, "GET_SECONDS", 1.0)
-    monkeypatch.setattr(execute, "FETCH_SECONDS", 4.0)
+    monkeypatch.setattr(proxy, "GRACE", 0.5)
+    monkeypatch.setattr(execute, "FETCH_SECONDS", 2.5)
     monkeypatch.setattr(runner, "call_deadline", lambda _when: call_deadline(time.monotonic() + 1))
 
 
@@ -251,9 +254,9 @@ def _job() -> SimpleNamespace:
 
 
 def _seconds(reply) -> float:
-    """Silence costs the 1 s deadline and the 2 s of grace; anything else is refused as
-    soon as it is read (well before the deadline would end it anyway)."""
-    return 4.0 if reply.name == "silence" else 2.5
+    """Silence costs the 1 s deadline and the grace; anything else is refused as soon as
+    it is read (well before the deadline would end it anyway)."""
+    return 3.0 if reply.name == "silence" else 2.5
 
 
 @pytest.mark.parametrize("reply", REPLIES, ids=[r.name for r in REPLIES])

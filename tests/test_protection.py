@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from gradescope_env import LAUNCHER, NOBODY, open_base, readable_python, require_root, student_base
+from pipeline_helpers import cli_in_process
 
 from autograder.authoring import cells as nbs
 from autograder.engine.host import protection
@@ -190,6 +191,9 @@ def _both(course: Path, python: Path | str, launcher: list | None, env: dict, *,
     full_env = {**os.environ, **env, "HOME": str(course), "AUTOGRADER_CHECK_DAEMON": "0"}
 
     def run(*args: str) -> subprocess.CompletedProcess:
+        if launcher is None and python == sys.executable:  # this machine as it is: the
+            # commands themselves, in this process (4 s less than a subprocess)
+            return cli_in_process(course, *args, env={"HOME": str(course)})
         return subprocess.run([*command, *args], cwd=course, env=full_env, capture_output=True,
                               text=True, timeout=600)
 

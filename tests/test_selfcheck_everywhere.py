@@ -141,8 +141,11 @@ def test_a_plain_child_that_ignores_interrupts_is_killed_at_its_limit(monkeypatc
     nb.cells.insert(0, nbs.code("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
                                 "while True:\n    pass"))
     nbs.write(nb, tmp_path / f"{A}.ipynb")
+    from autograder.engine.host import proxy
+
     spawned = []
     spawn = plainchild.PlainSpawner.spawn
+    monkeypatch.setattr(proxy, "GRACE", 0.5)  # the wait after the interrupt: 2 s, only waited
     monkeypatch.setattr(plainchild, "zygote_missing", lambda: "a test without the sandbox")
     monkeypatch.setattr(plainchild.PlainSpawner, "spawn",
                         lambda self, limits: spawned.append(spawn(self, limits)) or spawned[-1])
