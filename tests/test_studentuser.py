@@ -123,6 +123,35 @@ def test_an_id_in_use_is_not_handed_out_until_its_processes_are_ended(base):
         studentuser.end_processes(first)
 
 
+def test_two_graders_never_hand_out_the_same_id_at_once():
+    """Two zygotes on one machine (two graders, or Gradescope runs side by side) each
+    scan for a free id before either child has become it: without the locks, both took
+    the first one, so one student could signal or read the other's processes (seen as a
+    flaky test_gradescope_hostile: the killer's and the quiet tricks' children shared an
+    id)."""
+    require_root()
+    r, w = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the other grader: takes an id and holds it until told
+        try:
+            other, _ = Users.find()
+            taken = other.take()
+            os.write(w, str(taken.uid if taken else -1).encode())
+            os.read(go_r, 1)
+        finally:
+            os._exit(0)
+    try:
+        theirs = int(os.read(r, 32))
+        users, _ = Users.find()
+        mine = users.take()
+        assert theirs >= 0 and mine is not None and mine.uid != theirs
+    finally:
+        os.write(go_w, b"x")
+        os.waitpid(pid, 0)
+    assert users.take() is not None  # the other grader's lock went with it
+
+
 def test_what_the_student_left_in_a_shared_folder_goes_and_nothing_else(base):
     user = StudentUser(STUDENT_UID + STUDENT_SLOTS - 1, STUDENT_UID + STUDENT_SLOTS - 1)
     shared, outside = base / "shared", base / "outside"

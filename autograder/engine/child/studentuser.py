@@ -13,13 +13,16 @@ nothing of it.
 
 Ids: the account :data:`~.settings.STUDENT_USER` (setup.sh creates it) and the numeric
 ids ``STUDENT_UID ... STUDENT_UID + STUDENT_SLOTS - 1``, each used only while no other
-account or group claims it and no process runs under it.
+account or group claims it and no process runs under it. Two graders on one machine (two
+zygotes) never hand out the same id at once: a zygote takes an id only with a lock on its
+file in a root-only folder (:func:`_claim`), held until the child's reaper exits.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import grp
 import os
 import pwd
@@ -27,6 +30,7 @@ import shutil
 import signal
 import stat
 import sysconfig
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,12 +100,40 @@ def _running_uids() -> set[int]:
     return found
 
 
+def _lock_folder() -> Path:
+    """A folder only root may write, for the ids' lock files (a student's own folder of
+    that name is never used)."""
+    for base in ("/run/lock", "/run", tempfile.gettempdir()):
+        folder = Path(base) / "autograder-uids"
+        with contextlib.suppress(OSError):
+            folder.mkdir(mode=0o700, exist_ok=True)
+            info = folder.lstat()
+            if stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and not info.st_mode & 0o077:
+                return folder
+    raise OSError("no folder only root may write for the student ids' locks")
+
+
+def _claim(uid: int) -> int | None:
+    """A lock on ``uid``'s file held by this process, as an open descriptor (closing it
+    releases the lock); None while another grader holds it. A POSIX record lock: a fork
+    does not inherit it, so no child can release it."""
+    fd = os.open(_lock_folder() / str(uid),
+                 os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
 class Users:
     """The ids the zygote hands out, one per live child."""
 
     def __init__(self, candidates: list[StudentUser]) -> None:
         self.candidates = candidates
         self._held: dict[StudentUser, int] = {}  # -> the reaper's pid
+        self._locks: dict[StudentUser, int] = {}  # -> the descriptor holding its lock
 
     @classmethod
     def find(cls) -> tuple[Users | None, str]:
@@ -131,13 +163,31 @@ class Users:
         return f"uid {span}"
 
     def take(self) -> StudentUser | None:
-        """Ids no live child holds and no process runs under, or ``None``."""
+        """Ids no live child holds, no other grader has locked and no process runs under,
+        or ``None`` (also where the locks' folder cannot be made)."""
         self._held = {u: pid for u, pid in self._held.items() if _alive(pid)}
+        for user in [u for u in self._locks if u not in self._held]:
+            os.close(self._locks.pop(user))
         running = _running_uids()
         for user in self.candidates:
-            if user not in self._held and user.uid not in running:
-                return user
+            if user in self._held or user.uid in running:
+                continue
+            try:
+                fd = _claim(user.uid)
+            except OSError:
+                return None
+            if fd is None:
+                continue
+            if user.uid in _running_uids():  # another grader's child, just before its lock
+                os.close(fd)
+                continue
+            self._locks[user] = fd
+            return user
         return None
+
+    def lock_fds(self) -> list[int]:
+        """The descriptors of the locks held: a child closes its copies."""
+        return list(self._locks.values())
 
     def hold(self, user: StudentUser, reaper: int) -> None:
         """``user`` is taken until ``reaper`` (the child's zygote fork) exits."""

@@ -145,9 +145,9 @@ def _serve_links(links: list[socket.socket], ready: bytes, view: sandbox.View, b
                     _log("a child would run as root: refused")  # never, whatever asked
                 else:
                     pid = os.fork()
-                    if pid == 0:
-                        _child(fds[0], [x.fileno() for x in links], view, request, base,
-                               kernel, files, user)
+                    if pid == 0:  # the links and the ids' locks are the zygote's alone
+                        shed = [x.fileno() for x in links] + (users.lock_fds() if users else [])
+                        _child(fds[0], shed, view, request, base, kernel, files, user)
                     if user is not None:
                         users.hold(user, pid)
                 os.close(fds[0])
