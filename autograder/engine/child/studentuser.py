@@ -15,7 +15,8 @@ Ids: the account :data:`~.settings.STUDENT_USER` (setup.sh creates it) and the n
 ids ``STUDENT_UID ... STUDENT_UID + STUDENT_SLOTS - 1``, each used only while no other
 account or group claims it and no process runs under it. Two graders on one machine (two
 zygotes) never hand out the same id at once: a zygote takes an id only with a lock on its
-file in a root-only folder (:func:`_claim`), held until the child's reaper exits.
+file in a root-only folder (:func:`_claim`), held until the child's reaper exits; where
+no such folder can be made, there are no separate users (said by :meth:`Users.find`).
 """
 
 from __future__ import annotations
@@ -113,12 +114,12 @@ def _lock_folder() -> Path:
     raise OSError("no folder only root may write for the student ids' locks")
 
 
-def _claim(uid: int) -> int | None:
-    """A lock on ``uid``'s file held by this process, as an open descriptor (closing it
-    releases the lock); None while another grader holds it. A POSIX record lock: a fork
-    does not inherit it, so no child can release it."""
-    fd = os.open(_lock_folder() / str(uid),
-                 os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+def _claim(folder: Path, uid: int) -> int | None:
+    """A lock on ``uid``'s file in ``folder`` held by this process, as an open descriptor
+    (closing it releases the lock); None while another grader holds it. A POSIX record
+    lock: a fork does not inherit it, so no child can release it."""
+    fd = os.open(folder / str(uid), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                 0o600)
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -130,8 +131,9 @@ def _claim(uid: int) -> int | None:
 class Users:
     """The ids the zygote hands out, one per live child."""
 
-    def __init__(self, candidates: list[StudentUser]) -> None:
+    def __init__(self, candidates: list[StudentUser], locks: Path | None = None) -> None:
         self.candidates = candidates
+        self.locks = locks or _lock_folder()  # where the ids' lock files are
         self._held: dict[StudentUser, int] = {}  # -> the reaper's pid
         self._locks: dict[StudentUser, int] = {}  # -> the descriptor holding its lock
 
@@ -155,7 +157,10 @@ class Users:
                   and _mapped(u.uid, "uid_map") and _mapped(u.gid, "gid_map")]
         if not usable:
             return None, f"no uid from {STUDENT_UID} on is free in this user namespace"
-        return cls(usable), ""
+        try:
+            return cls(usable, _lock_folder()), ""
+        except OSError as err:
+            return None, str(err)
 
     def describe(self) -> str:
         ids = sorted({u.uid for u in self.candidates})
@@ -164,21 +169,23 @@ class Users:
 
     def take(self) -> StudentUser | None:
         """Ids no live child holds, no other grader has locked and no process runs under,
-        or ``None`` (also where the locks' folder cannot be made)."""
+        or ``None``."""
         self._held = {u: pid for u, pid in self._held.items() if _alive(pid)}
         for user in [u for u in self._locks if u not in self._held]:
             os.close(self._locks.pop(user))
-        running = _running_uids()
         for user in self.candidates:
-            if user in self._held or user.uid in running:
+            if user in self._held:
                 continue
             try:
-                fd = _claim(user.uid)
+                fd = _claim(self.locks, user.uid)
             except OSError:
                 return None
             if fd is None:
                 continue
-            if user.uid in _running_uids():  # another grader's child, just before its lock
+            # looked at once the lock is held, so a process of an id another grader has
+            # just given up is seen (its children's processes end with them, so this
+            # usually looks once)
+            if user.uid in _running_uids():
                 os.close(fd)
                 continue
             self._locks[user] = fd
