@@ -4,10 +4,10 @@ honest score.
 The hog forks as many busy processes as it may (each in a session of its own, so the
 kernel's per-session autogroups do not share the CPU fairly either) for longer than the
 cell timeout. Each honest student is q1's perfect answer whose ``softmax`` cell first
-spends 1 s of CPU time (honest, slow code): with its fair share that cell takes a few
-seconds even at a load of 10; without one, beside ~60 busy processes on 2 cores, it gets
-about 1/30 of a core (30 s for that second) and is interrupted at the cell timeout, and
-every check after it fails (this run with ``GradeSettings(cgroups=False)``: 8/20 points).
+spends half a second of CPU time (honest, slow code): with its fair share that cell takes
+a few seconds even at a load of 10; without one, beside ~60 busy processes on 2 cores, it
+gets about 1/30 of a core (15 s for that half second) and is interrupted at the cell
+timeout, and every check after it fails (``CELL_TIMEOUT`` below).
 
 Sized for 2 cores (``jobs=2``); the hog's notebook is the largest, so it is graded first
 and busy while the others run.
@@ -56,7 +56,7 @@ while time.monotonic() < end:
 '''
 SLOW = '''import time as _time
 _start = _time.process_time()
-while _time.process_time() - _start < 1.0:
+while _time.process_time() - _start < WORK:
     pass
 '''
 
@@ -66,7 +66,7 @@ def _class(spin: float) -> dict[str, nbformat.NotebookNode]:
     perfect = without_plots(make_submission(source, release_notebook(load(A)), PERFECT))
     honest = copy.deepcopy(perfect)
     cell = next(c for c in honest.cells if nbs.grade_id(c) == "softmax_impl")
-    cell.source = SLOW + cell.source
+    cell.source = SLOW.replace("WORK", f"{WORK:g}") + cell.source
     hog = copy.deepcopy(perfect)
     at = next(i for i, c in enumerate(hog.cells) if nbs.grade_id(c) == "imports")
     hog.cells.insert(at + 1, nbformat.v4.new_code_cell(HOG.replace("SPIN", f"{spin:g}")))
@@ -74,14 +74,17 @@ def _class(spin: float) -> dict[str, nbformat.NotebookNode]:
     return {"hog": hog, **{s: honest for s in HONEST}}
 
 
-#: The cell timeout and how long the hog spins (past it: it is interrupted then). A
-#: quarter of the default timeout keeps the hog's core busy for seconds, not a minute of
-#: the suite's two cores; the share it tests does not depend on the timeout (cpushare.plan
-#: sizes it from the workers alone), and a shorter timeout only makes the run stricter.
-#: (A sixth, 10 s, interrupted an honest cell in a whole run beside two outside CPU hogs:
-#: the batch's cgroup shares the machine with them. 15 s is still half of what the
-#: honest second takes without the share, ~1/30 of a core.)
-CELL_TIMEOUT = DEFAULTS.cell_timeout / 4
+#: The cell timeout, the honest cell's CPU work and how long the hog spins (past the
+#: timeout: it is interrupted then). An eighth of the default timeout keeps the hog's core
+#: busy for seconds, not a minute of the suite's two cores; the share it tests does not
+#: depend on the timeout (cpushare.plan sizes it from the workers alone). What decides
+#: the run is the timeout over the honest work: 15, as when both were twice as long
+#: (15 s for 1 s; 10 for 1, a sixth of the default, interrupted an honest cell in a whole
+#: run beside two outside CPU hogs: the batch's cgroup shares the machine with them).
+#: Without the share the honest half second gets ~1/30 of a core, 15 s, twice the
+#: timeout (with ``GradeSettings(cgroups=False)`` an honest student keeps 4/18 points).
+CELL_TIMEOUT = DEFAULTS.cell_timeout / 8
+WORK = CELL_TIMEOUT / 15
 SPIN = CELL_TIMEOUT + 2
 
 
