@@ -174,6 +174,36 @@ def test_an_npy_header_is_checked_before_anything_is_allocated():
     assert arr.tolist() == [0.5] and arr.flags.writeable
 
 
+def test_a_header_read_once_still_judges_every_blob_that_carries_it():
+    """The header cache (``codec.npy_header``) changes no verdict: the same header over
+    too few bytes, a version numpy's writer never uses, a cut or foreign header."""
+    from hostile_decoding import lying_npy
+
+    good = lying_npy((2,), "<f8", np.array([1.0, 2.0]).tobytes())
+    assert npyread.load(good, budgets.VALUE).tolist() == [1.0, 2.0]
+    for blob, says in ((good[:-8], "不符"), (good + b"\0" * 8, "不符"),
+                       (good[:6] + b"\x03" + good[7:], "版本"),
+                       (good[:20], "不是有效"), (b"PK\x03\x04" + good[4:], "不是有效"),
+                       (good[:8] + b"\xff\xff" + good[10:], "不是有效")):
+        with pytest.raises(npyread.NpyError, match=says):
+            npyread.load(blob, budgets.VALUE)
+    assert npyread.load(good, budgets.VALUE).tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("value", [np.arange(6.0).reshape(2, 3), np.asfortranarray(
+    np.arange(6).reshape(2, 3)), np.array(["注意力", "ab"]), np.float32(0.25), np.zeros((0, 3)),
+    np.array(True), np.array([1 + 2j])], ids=repr)
+def test_the_child_reads_the_host_s_arrays_as_np_load_does(value):
+    from autograder.engine.protocol.codec import decode_from_host, encode_for_child
+
+    blobs: list[bytes] = []
+    back = decode_from_host(encode_for_child(value, blobs), blobs)
+    if isinstance(value, np.ndarray):
+        assert back.flags.writeable and back.flags.f_contiguous == value.flags.f_contiguous
+    assert type(back) is type(value) and back.dtype == value.dtype
+    np.testing.assert_array_equal(back, value)
+
+
 def test_one_node_budget_covers_a_whole_value():
     value = [[0.5] * 1000] * 1000  # a million numbers: the host's budget
     with pytest.raises(wire.WireError, match="太多"):

@@ -10,34 +10,27 @@ exactly as long as the header says; only then is the array copied out of the byt
 
 from __future__ import annotations
 
-import io
 import math
 
 import numpy as np
-from numpy.lib import format as npy_format
 
 from ..protocol.budgets import ValueBudget
-from ..protocol.codec import ARRAY_KINDS
+from ..protocol.codec import ARRAY_KINDS, NpyVersionError, npy_header
 
 __all__ = ["NpyError", "load"]
-
-_HEADER_BYTES = 10_000
 
 
 class NpyError(ValueError):
     """The attachment is not an ``.npy`` array the host accepts (message in Chinese)."""
 
 
-def _header(buf: io.BytesIO) -> tuple[tuple, bool, np.dtype]:
+def _header(blob: bytes) -> tuple[tuple, bool, np.dtype, int]:
     try:
-        version = npy_format.read_magic(buf)
-        if version == (1, 0):
-            return npy_format.read_array_header_1_0(buf, max_header_size=_HEADER_BYTES)
-        if version == (2, 0):
-            return npy_format.read_array_header_2_0(buf, max_header_size=_HEADER_BYTES)
+        return npy_header(blob)
+    except NpyVersionError:
+        raise NpyError("附件的 .npy 版本不受支持") from None
     except Exception:  # numpy raises ValueError, SyntaxError, TypeError... for a bad header
         raise NpyError("附件不是有效的 .npy 数组") from None
-    raise NpyError("附件的 .npy 版本不受支持")
 
 
 def _checked(shape: tuple, dtype: np.dtype, budget: ValueBudget) -> int:
@@ -58,10 +51,8 @@ def _checked(shape: tuple, dtype: np.dtype, budget: ValueBudget) -> int:
 
 def load(blob: bytes, budget: ValueBudget) -> np.ndarray:
     """The array in ``blob``, or :class:`NpyError`."""
-    buf = io.BytesIO(blob)
-    shape, fortran, dtype = _header(buf)
+    shape, fortran, dtype, offset = _header(blob)
     count = _checked(shape, dtype, budget)
-    offset = buf.tell()
     if len(blob) - offset != count * dtype.itemsize:
         raise NpyError(f"数组数据有 {len(blob) - offset} 字节，与头部声明的形状 {shape} 不符")
     flat = np.frombuffer(blob, dtype=dtype, count=count, offset=offset)

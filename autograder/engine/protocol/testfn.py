@@ -12,6 +12,7 @@ in-process tests use it exactly like the function it describes.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,8 +25,14 @@ __all__ = ["TestFunction", "define"]
 def define(source: str, name: str, data: dict[str, Any]) -> Any:
     """Execute ``source`` with ``np``, ``math`` and ``data`` as globals; return ``name``."""
     scope: dict[str, Any] = {"np": np, "math": math, "__name__": "testfn", **data}
-    exec(compile(source, f"<test function {name}>", "exec"), scope)  # noqa: S102 - grader's own code
+    exec(_compiled(source, name), scope)  # noqa: S102 - grader's own code
     return scope[name]
+
+
+@functools.lru_cache(maxsize=128)
+def _compiled(source: str, name: str) -> Any:
+    """A check sends the same few functions with new data each time: compiled once."""
+    return compile(source, f"<test function {name}>", "exec")
 
 
 @dataclass(frozen=True, eq=False)
