@@ -9,6 +9,7 @@ through the real sandbox is ``tests/test_hostile_decoding_batch.py``.
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import subprocess
@@ -190,16 +191,32 @@ def test_a_header_read_once_still_judges_every_blob_that_carries_it():
     assert npyread.load(good, budgets.VALUE).tolist() == [1.0, 2.0]
 
 
-@pytest.mark.parametrize("value", [np.arange(6.0).reshape(2, 3), np.asfortranarray(
-    np.arange(6).reshape(2, 3)), np.array(["注意力", "ab"]), np.float32(0.25), np.zeros((0, 3)),
-    np.array(True), np.array([1 + 2j])], ids=repr)
+_ARRAYS = [np.arange(6.0).reshape(2, 3), np.asfortranarray(np.arange(6).reshape(2, 3)),
+           np.arange(10)[::2], np.ones((3, 2)).T, np.array([1, 2], dtype=">i4"),
+           np.array(["注意力", "ab"]), np.array(b"xy"), np.float32(0.25), np.zeros((0, 3)),
+           np.array(True), np.array([1 + 2j])]
+
+
+@pytest.mark.parametrize("value", _ARRAYS, ids=repr)
+def test_an_array_crosses_as_the_bytes_np_save_writes(value):
+    from autograder.engine.protocol import codec
+
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(value), allow_pickle=False)
+    assert codec._npy(np.asarray(value)) == buf.getvalue()
+
+
+@pytest.mark.parametrize("value", _ARRAYS, ids=repr)
 def test_the_child_reads_the_host_s_arrays_as_np_load_does(value):
     from autograder.engine.protocol.codec import decode_from_host, encode_for_child
 
     blobs: list[bytes] = []
     back = decode_from_host(encode_for_child(value, blobs), blobs)
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(value), allow_pickle=False)
+    loaded = np.load(io.BytesIO(buf.getvalue()), allow_pickle=False)
     if isinstance(value, np.ndarray):
-        assert back.flags.writeable and back.flags.f_contiguous == value.flags.f_contiguous
+        assert back.flags.writeable and back.flags.f_contiguous == loaded.flags.f_contiguous
     assert type(back) is type(value) and back.dtype == value.dtype
     np.testing.assert_array_equal(back, value)
 

@@ -67,8 +67,25 @@ _NPY_MAGIC = b"\x93NUMPY"
 
 
 def _npy(arr: np.ndarray) -> bytes:
+    """``np.save``'s bytes for ``arr``, with each distinct header written once."""
+    dtype = arr.dtype
+    if dtype.kind not in ARRAY_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        buf = io.BytesIO()  # np.save decides (and refuses objects without pickle)
+        np.save(buf, arr, allow_pickle=False)
+        return buf.getvalue()
+    fortran = arr.flags.f_contiguous and not arr.flags.c_contiguous
+    head = _npy_head(dtype, fortran, arr.shape)
+    return head + arr.tobytes(order="F" if fortran else "C")
+
+
+@functools.lru_cache(maxsize=256)
+def _npy_head(dtype: np.dtype, fortran: bool, shape: tuple[int, ...]) -> bytes:
+    from numpy.lib import format as npy_format
+
     buf = io.BytesIO()
-    np.save(buf, arr, allow_pickle=False)
+    header = {"descr": npy_format.dtype_to_descr(dtype), "fortran_order": fortran,
+              "shape": shape}
+    npy_format.write_array_header_1_0(buf, header)
     return buf.getvalue()
 
 
