@@ -41,7 +41,7 @@ def _views() -> set[str]:
 def test_a_refused_gradebook_stops_the_zygote_started_for_it(tmp_path, monkeypatch):
     started = []
 
-    def spy(verdict):  # the grading zygote, without the warm-up nothing here needs
+    def spy(verdict, **_):  # the grading zygote, without the warm-up nothing here needs
         zygote = Zygote(figures=False, warm=False, tokenizer=False,
                         isolate=verdict.level == Protection.NAMESPACES)
         started.append(zygote)

@@ -166,7 +166,8 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
     settings, verdict = _protection(settings, course, out, submissions, on_protection)
     # reading a gradebook imports nbgrader (1 s): the zygote imports and warms up in its
     # own process meanwhile (without one, the engine starts it when it needs it)
-    zygote = start_zygote(verdict) if (course / "gradebook.db").is_file() else None
+    zygote = start_zygote(verdict, notebooks=len(subs)) \
+        if (course / "gradebook.db").is_file() else None
     try:
         return _grade(subs, out, course, settings, verdict, zygote, jobs=jobs,
                       salt_file=salt_file, progress=progress, remarks=remarks)
