@@ -208,7 +208,7 @@ def grade_tasks(tasks: Iterable[Submission], settings: GradeSettings, *, jobs: i
     from .zygote_link import ZygoteError
 
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    # one warm zygote for all workers: it starts while they are prepared and forked
+    # one zygote for all workers: it starts while they are prepared and forked
     own = zygote is None
     zygote = start_zygote(verdict, notebooks=len(tasks)) if own else zygote
     memory = memcg.plan(cgroups=settings.cgroups)
@@ -238,7 +238,7 @@ def grade_tasks(tasks: Iterable[Submission], settings: GradeSettings, *, jobs: i
 WARM_UP_FROM = 8
 
 
-def start_zygote(verdict: Verdict, *, notebooks: int = WARM_UP_FROM) -> Zygote:
+def start_zygote(verdict: Verdict, *, notebooks: int) -> Zygote:
     """The zygote a batch of ``notebooks`` under ``verdict`` forks its children from. It
     imports (and for a batch of :data:`WARM_UP_FROM` or more, warms up) in its own process
     (1-2 s), so a caller starts it before its own preparations (opening the gradebook:

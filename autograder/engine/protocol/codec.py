@@ -29,13 +29,15 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numpy.lib import format as npy_format
 
 from .sympy_writer import fast_srepr
 from .testfn import TestFunction, define
 from .wire import WireError
 
-__all__ = ["NpyVersionError", "Opaque", "ARRAY_KINDS", "MAX_DEPTH", "NPY_HEADER_BYTES", "encode_for_child",
-           "decode_from_host", "encode_for_host", "HandleTable", "npy_header"]
+__all__ = ["NpyVersionError", "Opaque", "ARRAY_KINDS", "MAX_DEPTH", "NPY_HEADER_BYTES",
+           "encode_for_child", "decode_from_host", "encode_for_host", "HandleTable",
+           "npy_header"]
 
 #: Deepest nesting of lists/tuples/dicts accepted either way.
 MAX_DEPTH = 32
@@ -80,8 +82,6 @@ def _npy(arr: np.ndarray) -> bytes:
 
 @functools.lru_cache(maxsize=256)
 def _npy_head(dtype: np.dtype, fortran: bool, shape: tuple[int, ...]) -> bytes:
-    from numpy.lib import format as npy_format
-
     buf = io.BytesIO()
     header = {"descr": npy_format.dtype_to_descr(dtype), "fortran_order": fortran,
               "shape": shape}
@@ -110,8 +110,6 @@ def npy_header(blob: bytes) -> tuple[tuple, bool, np.dtype, int]:
 
 @functools.lru_cache(maxsize=256)
 def _read_header(head: bytes) -> tuple[tuple, bool, np.dtype, int]:
-    from numpy.lib import format as npy_format
-
     buf = io.BytesIO(head)
     read = npy_format.read_array_header_1_0 if head[6] == 1 else \
         npy_format.read_array_header_2_0

@@ -164,8 +164,9 @@ def grade(*, submissions: Path, out: Path, assignment: str | None = None, jobs: 
     out = Path(out).resolve()
     course = course_root(Path(submissions), out)
     settings, verdict = _protection(settings, course, out, submissions, on_protection)
-    # reading a gradebook imports nbgrader (1 s): the zygote imports and warms up in its
-    # own process meanwhile (without one, the engine starts it when it needs it)
+    # reading a gradebook imports nbgrader (1 s): the zygote imports (and, for a batch of
+    # pool.WARM_UP_FROM or more, warms up) in its own process meanwhile (without one, the
+    # engine starts it when it needs it)
     zygote = start_zygote(verdict, notebooks=len(subs)) \
         if (course / "gradebook.db").is_file() else None
     try:
