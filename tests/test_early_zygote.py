@@ -35,13 +35,25 @@ def _zygotes() -> set[int]:
 
 
 def _views() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("autograder-view-*")}
+    """The view folders in the temporary folder, but those of zygotes other processes
+    started (another xdist worker's tests may start one meanwhile: its zygote works in its
+    view folder)."""
+    theirs = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            ours = f"PPid:\t{os.getpid()}\n" in (entry / "status").read_text()
+            if not ours and b"autograder.engine.child.zygote" in (entry / "cmdline").read_bytes():
+                theirs.add(Path(os.readlink(entry / "cwd")).name)
+        except (OSError, ValueError):
+            continue
+    mine = {p.name for p in Path(tempfile.gettempdir()).glob("autograder-view-*")}
+    return mine - theirs
 
 
 def test_a_refused_gradebook_stops_the_zygote_started_for_it(tmp_path, monkeypatch):
     started = []
 
-    def spy(verdict, **_):  # the grading zygote, without the warm-up nothing here needs
+    def spy(verdict, *, notebooks):  # the grading zygote, without the warm-up nothing here needs
         zygote = Zygote(figures=False, warm=False, tokenizer=False,
                         isolate=verdict.level == Protection.NAMESPACES)
         started.append(zygote)
